@@ -1,0 +1,108 @@
+# The usual entry points, for people and for CI (.ci/run is `make check`).
+# The build itself is CMake's (CMakeLists.txt); this file only names the steps.
+#
+#   make deps          install the missing Debian packages (packaging/install-deps.sh)
+#   make build         release build with debug info, in build/
+#   make build-asan    ASan + UBSan build, in build-asan/
+#   make demo          build, then run a real job under a lock (packaging/demo.sh)
+#   make check         both builds, then every test on both, against a throwaway
+#                      PostgreSQL and pgbouncer (tests/helpers/with-postgres.sh)
+#   make format        clang-format the C++ sources in place
+#   make check-format  fail if any C++ source is not clang-formatted
+#   make package       the Debian package build-pkg/clock_*.deb (cpack -G DEB)
+#   make clean         remove both build directories
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+# The steps run one after another (deps before any build); the parallelism is
+# inside them: the compiler jobs and the test jobs.
+.NOTPARALLEL:
+
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+BUILD_TYPE ?= RelWithDebInfo
+# The tests are independent (each has its own temp dir and database).
+CTEST_JOBS ?= $(NPROC)
+# The ctest options of both runs. A test with no TIMEOUT of its own gets 300s.
+CTEST_FLAGS ?= --output-on-failure --no-tests=error --timeout 300 -j$(CTEST_JOBS)
+# Sanitizer settings for the tests of build-asan; UBSan already aborts on the
+# first error (-fno-sanitize-recover=all in CMakeLists.txt).
+SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
+                 UBSAN_OPTIONS=print_stacktrace=1
+
+# The C++ sources, tracked or new, never those of a build directory.
+CXX_SOURCES = git ls-files --cached --others --exclude-standard -- '*.cpp' '*.hpp' ':(exclude)build*/**'
+
+.PHONY: deps build build-asan demo check format check-format clean package bench
+
+deps:
+	packaging/install-deps.sh
+
+# $(call configure,DIR,EXTRA_CMAKE_ARGS): Ninja when it is there, else CMake's
+# default. The generator is chosen at the first configure only: CMake refuses
+# to change the generator of an existing build directory.
+define configure
+	@gen=(); \
+	if [ ! -f $(1)/CMakeCache.txt ] && command -v ninja >/dev/null; then gen=(-G Ninja); fi; \
+	set -x; cmake -S . -B $(1) "$${gen[@]}" -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(2)
+endef
+
+build: deps
+	$(call configure,build,-DENABLE_SANITIZERS=OFF)
+	cmake --build build -j$(NPROC)
+
+build-asan: deps
+	$(call configure,build-asan,-DENABLE_SANITIZERS=ON)
+	cmake --build build-asan -j$(NPROC)
+
+demo: deps build
+	packaging/demo.sh
+
+# One PostgreSQL server (and pgbouncer) for both runs; each test makes its own
+# database. Both runs always happen; any failure fails the target. The ASan
+# run leaves out the tests labelled "slow", if tests/CMakeLists.txt has any.
+check: deps build build-asan
+	@echo "==> tests/helpers/with-postgres.sh: ctest in build/, then in build-asan/"
+	@tests/helpers/with-postgres.sh bash -c '\
+	  failed=(); \
+	  echo "==> ctest in build/"; \
+	  ctest --test-dir build $(CTEST_FLAGS) || failed+=(build); \
+	  asan_flags=(); \
+	  if ctest --test-dir build-asan --print-labels | grep -qx "[[:space:]]*slow"; then asan_flags=(-LE slow); fi; \
+	  echo "==> ctest in build-asan/ $${asan_flags[*]}"; \
+	  env $(SANITIZER_ENV) ctest --test-dir build-asan $(CTEST_FLAGS) "$${asan_flags[@]}" || failed+=(build-asan); \
+	  if [ $${#failed[@]} -gt 0 ]; then echo "make check: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
+	  echo "make check: all tests passed in build/ and build-asan/"'
+
+format:
+	$(CXX_SOURCES) | xargs -r clang-format -i
+
+check-format:
+	$(CXX_SOURCES) | xargs -r clang-format --dry-run -Werror
+
+clean:
+	rm -rf build build-asan
+
+# The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
+# tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,
+# hardening=+all), then cpack -G DEB, which strips the binary and computes
+# Depends with dpkg-shlibdeps. Check the result with
+#   bash tests/package/test_deb.sh build-pkg/clock_*.deb && lintian build-pkg/clock_*.deb
+package: BUILD_TYPE = Release
+package: deps
+	@command -v dpkg-buildflags >/dev/null && command -v dpkg-shlibdeps >/dev/null || \
+	  { echo "make package: needs dpkg-dev (dpkg-buildflags, dpkg-shlibdeps): apt-get install dpkg-dev" >&2; exit 1; }
+	$(call configure,build-pkg,-DCLOCK_BUILD_TESTS=OFF -DENABLE_SANITIZERS=OFF \
+	  -DCMAKE_CXX_FLAGS="$$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CXXFLAGS) $$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)")
+	cmake --build build-pkg -j$(NPROC)
+	rm -f build-pkg/clock_*.deb
+	cd build-pkg && cpack -G DEB
+	@ls -1 build-pkg/clock_*.deb
+
+# Benchmarks (tests/bench/run.sh): a Release build in build-release/, its own
+# PostgreSQL, pgbouncer and etcd, clock beside flock, etcdctl lock, psql and
+# pgbench; prints a table of medians, ratios and targets (also in
+# build-release/bench/results.md). About 10 minutes. Not part of `make check`.
+bench:
+	packaging/install-deps.sh --bench
+	tests/bench/run.sh

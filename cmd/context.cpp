@@ -1,0 +1,117 @@
+// Shared helpers of the subcommands.
+#include "cmd/context.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+#include "error.hpp"
+#include "store/open_store.hpp"
+#include "util/duration.hpp"
+#include "util/process_facts.hpp"
+
+namespace clk::cmd {
+
+std::unique_ptr<store::Store> Context::open_store() const {
+  return store::open_store({.url = settings.database_url,
+                            .pg_schema = settings.pg_schema,
+                            .connect_timeout = settings.connect_timeout,
+                            .allow_network_filesystem = settings.allow_network_filesystem});
+}
+
+lock::OwnerId Context::owner_or_new() const {
+  if (settings.owner)
+    return lock::OwnerId::parse(*settings.owner);
+  return lock::OwnerId::parse(util::random_uuid());
+}
+
+lock::OwnerId Context::required_owner(const std::string& command) const {
+  if (!settings.owner) {
+    throw Error(ExitCode::usage, "clock " + command +
+                                     " needs the owner: pass --owner ID or set CLOCK_OWNER "
+                                     "(clock acquire prints it; --format shell exports it)");
+  }
+  return lock::OwnerId::parse(*settings.owner);
+}
+
+std::chrono::milliseconds duration_flag(const std::string& flag, const std::string& value) {
+  if (auto parsed = util::parse_duration(value))
+    return *parsed;
+  throw Error(ExitCode::usage, "invalid duration '" + value + "' for " + flag +
+                                   ": use 250ms, 90s, 5m, 2h, 1d or plain seconds");
+}
+
+namespace {
+
+lock::OwnerInfo base_info() {
+  return {.host = util::host_name(),
+          .ip = util::primary_ip(),
+          .pid = 0,
+          .user = util::user_name(),
+          .command = "",
+          .started = std::chrono::system_clock::now()};
+}
+
+// /proc/PID/cmdline holds the arguments separated by NULs.
+std::vector<std::string> arguments_of(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  std::string current;
+  for (char c : raw) {
+    if (c == '\0') {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty())
+    args.push_back(current);
+  return args;
+}
+
+}  // namespace
+
+lock::OwnerInfo owner_info_for_run(const std::vector<std::string>& command) {
+  auto info = base_info();
+  info.pid = getpid();
+  info.command = util::command_line(command);
+  return info;
+}
+
+lock::OwnerInfo owner_info_for_caller() {
+  auto info = base_info();
+  info.pid = getppid();
+  info.command = util::command_line(arguments_of(getppid()));
+  return info;
+}
+
+output::Format format_flag(const std::string& value,
+                           std::initializer_list<output::Format> allowed) {
+  static const std::pair<const char*, output::Format> k_names[] = {
+      {"text", output::Format::text},
+      {"json", output::Format::json},
+      {"shell", output::Format::shell},
+      {"table", output::Format::table},
+      {"prometheus", output::Format::prometheus}};
+  std::string choices;
+  for (auto format : allowed) {
+    for (const auto& [name, known] : k_names) {
+      if (known != format)
+        continue;
+      if (value == name)
+        return format;
+      choices += (choices.empty() ? "" : ", ") + std::string(name);
+    }
+  }
+  throw Error(ExitCode::usage, "invalid --format '" + value + "': use one of " + choices);
+}
+
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace clk::cmd

@@ -1,0 +1,54 @@
+// What every subcommand shares: the global flags, the resolved settings, and
+// helpers that turn flags into library values (with exit-64 errors).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "config/settings.hpp"
+#include "lock/owner.hpp"
+#include "output/render.hpp"
+#include "store/store.hpp"
+
+namespace clk::cmd {
+
+struct Context {
+  config::Flags flags;
+  int verbosity = 0;  // -v count
+  bool quiet = false;
+  config::Settings settings;  // resolved after parsing, before the action runs
+  // Everything after the first `--`: the command of `clock run`, passed on
+  // untouched (flags and all), so CLI11 never sees it.
+  std::vector<std::string> command;
+
+  std::unique_ptr<store::Store> open_store() const;
+  // The owner id from --owner/CLOCK_OWNER, else a new random one.
+  lock::OwnerId owner_or_new() const;
+  // The owner id from --owner/CLOCK_OWNER; throws usage if there is none.
+  lock::OwnerId required_owner(const std::string& command) const;
+};
+
+// A subcommand's work, run after parsing; returns the exit status.
+using Action = std::function<int(Context&)>;
+
+// Parses a duration flag value; throws clk::Error(usage) naming the flag.
+std::chrono::milliseconds duration_flag(const std::string& flag, const std::string& value);
+
+// Facts about the process that holds a lock: for `run` this process and the
+// wrapped command; for `acquire` the calling script (the parent process),
+// since clock itself exits at once.
+lock::OwnerInfo owner_info_for_run(const std::vector<std::string>& command);
+lock::OwnerInfo owner_info_for_caller();
+
+// Parses an output format flag against the ones a command allows.
+output::Format format_flag(const std::string& value, std::initializer_list<output::Format> allowed);
+
+// Writes to stdout (the only place that does).
+void print(const std::string& text);
+
+}  // namespace clk::cmd

@@ -1,0 +1,27 @@
+// clock init: create or migrate the schema, or print its DDL.
+#include "cmd/commands.hpp"
+#include "store/open_store.hpp"
+
+namespace clk::cmd {
+
+Action register_init(CLI::App& app) {
+  struct Options {
+    bool print_sql = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* command = app.add_subcommand("init", "Create or migrate the schema");
+  command->add_flag("--print-sql", options->print_sql,
+                    "Print the DDL for a database administrator instead");
+  command->footer("Example:\n  clock --database postgresql://admin@db/clock init");
+  return [options](Context& context) {
+    if (options->print_sql) {
+      auto backend = store::backend_of(context.settings.database_url);
+      print(store::schema_sql(backend, context.settings.pg_schema));
+      return 0;
+    }
+    context.open_store()->migrate();
+    return 0;
+  };
+}
+
+}  // namespace clk::cmd

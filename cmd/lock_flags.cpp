@@ -1,0 +1,81 @@
+// Shared acquire flags and the acquire step.
+#include "cmd/lock_flags.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "error.hpp"
+#include "output/wait_reporter.hpp"
+#include "util/duration.hpp"
+#include "util/process_facts.hpp"
+#include "util/signal_flag.hpp"
+
+namespace clk::cmd {
+
+void add_lock_flags(CLI::App& command, LockFlags& flags) {
+  command
+      .add_option("-r,--resource", flags.resources, "Resource to lock (repeatable: all or none)")
+      ->required()
+      ->take_all();
+  command.add_option("--owner", flags.owner, "Owner id (default: $CLOCK_OWNER, else a new one)");
+  command.add_option("--ttl", flags.ttl, "Lease time-to-live, e.g. 90s; 0 = never expires");
+  auto* shared = command.add_flag("-s,--shared", flags.shared, "Shared lock");
+  auto* exclusive = command.add_flag("-x,--exclusive", flags.exclusive, "Exclusive lock (default)");
+  shared->excludes(exclusive);
+  command.add_option("--slots", flags.slots, "Counting semaphore: up to N holders")
+      ->check(CLI::Range(1, 1'000'000));
+  auto* nonblock = command.add_flag("-n,--nonblock", flags.nonblock, "Fail at once if held");
+  auto* wait = command.add_option("-w,--wait", flags.wait, "Wait at most D (default: forever)");
+  nonblock->excludes(wait);
+  command
+      .add_option("-E,--conflict-exit-code", flags.conflict_exit_code,
+                  "Exit code when not acquired (default 75)")
+      ->check(CLI::Range(0, 255));
+}
+
+LockPlan plan_lock(Context& context, const LockFlags& flags, lock::OwnerInfo info) {
+  if (flags.owner)
+    context.settings.owner = *flags.owner;
+  LockPlan plan;
+  auto& request = plan.request;
+  request.ns = context.settings.ns;
+  request.resources = lock::canonical_resources(flags.resources);
+  request.mode = flags.shared ? lock::Mode::shared : lock::Mode::exclusive;
+  request.slots = flags.slots;
+  request.owner = context.owner_or_new();
+  request.info = std::move(info);
+  request.ttl = flags.ttl ? duration_flag("--ttl", *flags.ttl) : context.settings.ttl;
+  request.request_id = util::random_uuid();
+  if (request.slots > 0 && request.mode == lock::Mode::shared) {
+    throw Error(ExitCode::usage,
+                "--slots and --shared do not combine: semaphore holders count "
+                "as exclusive toward related resources");
+  }
+  if (request.ttl.count() == 0) {
+    spdlog::warn(
+        "--ttl 0: the lease never expires; if this process dies, the lock stays held "
+        "until 'clock release --force'");
+  }
+  plan.policy.nonblock = flags.nonblock;
+  if (flags.wait)
+    plan.policy.max_wait = duration_flag("--wait", *flags.wait);
+  return plan;
+}
+
+store::Acquired take_locks(Context& context, store::Store& store, const LockPlan& plan) {
+  output::WaitReporter reporter(context.quiet);
+  util::SignalFlag signals;
+  try {
+    return store::acquire(store, plan.request, plan.policy, &reporter,
+                          [&] { return signals.caught() != 0; });
+  } catch (const Error& error) {
+    if (signals.caught())
+      signals.die_of_caught_signal();
+    throw;
+  }
+}
+
+int conflict_status(const LockFlags& flags) {
+  return flags.conflict_exit_code.value_or(exit_status(ExitCode::not_acquired));
+}
+
+}  // namespace clk::cmd

@@ -1,0 +1,114 @@
+// The clock binary: builds the CLI, resolves settings, runs one subcommand,
+// and is the only place that catches errors and turns them into exit codes.
+#include <algorithm>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cmd/commands.hpp"
+#include "error.hpp"
+#include "output/logging.hpp"
+
+namespace {
+
+using namespace clk;
+
+std::string log_level_for(const cmd::Context& context) {
+  if (context.quiet)
+    return "error";
+  if (context.verbosity >= 2)
+    return "debug";
+  if (context.verbosity == 1)
+    return "info";
+  return context.settings.log_level;
+}
+
+void add_global_flags(CLI::App& app, cmd::Context& context) {
+  app.set_version_flag("--version", "clock " CLOCK_VERSION);
+  app.add_option("--config", context.flags.config_file,
+                 "Config file (default: $CLOCK_CONFIG, "
+                 "~/.config/clock/clock.toml, /etc/clock/clock.toml)");
+  app.add_option("--database", context.flags.database_url,
+                 "sqlite:/path/file.db, postgresql://… or 'host=… dbname=…' "
+                 "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db)");
+  app.add_option("--namespace", context.flags.ns,
+                 "Lock namespace (default: $CLOCK_NAMESPACE, "
+                 "else global)");
+  app.add_flag("-v,--verbose", context.verbosity, "More log output (-vv for debug)");
+  app.add_flag("-q,--quiet", context.quiet, "Only errors on stderr");
+  app.add_option("--log-format", context.flags.log_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+}
+
+int run_action(cmd::Context& context, const cmd::Action& action) {
+  context.settings = config::resolve(context.flags, config::process_environment());
+  output::setup_logging(log_level_for(context), context.settings.log_format);
+  return action(context);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  output::setup_logging("warn", config::LogFormat::text);
+  CLI::App app(
+      "clock: serialize shell jobs across machines through one shared SQL lock table.\n"
+      "Example: clock run --resource bootstrap -- ./install.sh",
+      "clock");
+  cmd::Context context;
+  add_global_flags(app, context);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.footer(
+      "Exit codes: 0 ok, 64 usage, 69 backend unavailable, 70 internal, 74 local "
+      "database file, 75 not acquired, 76 deadlock, 77 not the owner, 78 configuration, "
+      "79 lease lost; clock run passes the command's status through.\n"
+      "See 'clock COMMAND --help' and man clock.");
+  std::map<CLI::App*, cmd::Action> actions;
+  auto add = [&](cmd::Action (*register_command)(CLI::App&), const char* name) {
+    auto action = register_command(app);
+    actions[app.get_subcommand(name)] = std::move(action);
+  };
+  add(cmd::register_acquire, "acquire");
+  add(cmd::register_release, "release");
+  add(cmd::register_renew, "renew");
+  add(cmd::register_status, "status");
+  add(cmd::register_history, "history");
+  add(cmd::register_run, "run");
+  add(cmd::register_gc, "gc");
+  add(cmd::register_init, "init");
+
+  // Split off the wrapped command: CLI11 would parse its flags as ours.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  bool has_command = dashes != args.end();
+  if (has_command) {
+    context.command.assign(dashes + 1, args.end());
+    args.erase(dashes, args.end());
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+  try {
+    app.parse(args);
+    if (has_command && !app.got_subcommand("run")) {
+      throw CLI::ExtrasError({"--"});
+    }
+  } catch (const CLI::ParseError& error) {
+    // CLI11's own codes start near 100 and would collide with a child's
+    // status: help and version exit 0, every parse error is usage (64).
+    if (error.get_exit_code() == 0)
+      return app.exit(error);
+    spdlog::error("{} (see 'clock --help')", error.what());
+    return exit_status(ExitCode::usage);
+  }
+  try {
+    for (auto* subcommand : app.get_subcommands())
+      return run_action(context, actions.at(subcommand));
+    return exit_status(ExitCode::usage);
+  } catch (const Error& error) {
+    spdlog::error("{}", error.what());
+    return exit_status(error.code());
+  } catch (const std::exception& error) {
+    spdlog::error("internal error (a bug, please report it): {}", error.what());
+    return exit_status(ExitCode::internal);
+  }
+}

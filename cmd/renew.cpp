@@ -1,0 +1,33 @@
+// clock renew: extend a held lease by another TTL.
+#include "cmd/commands.hpp"
+
+namespace clk::cmd {
+
+Action register_renew(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> resources;
+    std::optional<std::string> owner;
+    std::optional<std::string> ttl;
+  };
+  auto options = std::make_shared<Options>();
+  auto* command = app.add_subcommand("renew", "Extend a held lease (exit 77 if it was lost)");
+  command->add_option("-r,--resource", options->resources, "Resource to renew (repeatable)")
+      ->required()
+      ->take_all();
+  command->add_option("--owner", options->owner, "Owner id (default: $CLOCK_OWNER)");
+  command->add_option("--ttl", options->ttl, "New time-to-live from now (default: lock.ttl, 90s)");
+  command->footer("Example:\n  clock renew -r ldap.import --ttl 10m");
+  return [options](Context& context) {
+    if (options->owner)
+      context.settings.owner = *options->owner;
+    store::RenewRequest request;
+    request.ns = context.settings.ns;
+    request.resources = lock::canonical_resources(options->resources);
+    request.owner = context.required_owner("renew");
+    request.ttl = options->ttl ? duration_flag("--ttl", *options->ttl) : context.settings.ttl;
+    context.open_store()->renew(request);
+    return 0;
+  };
+}
+
+}  // namespace clk::cmd

@@ -1,0 +1,122 @@
+// clock run: acquire, run the command as a supervised child while renewing
+// the lease, release when it exits, and exit with its status.
+#include <spdlog/spdlog.h>
+
+#include "cmd/commands.hpp"
+#include "cmd/lock_flags.hpp"
+#include "error.hpp"
+#include "run/supervise.hpp"
+
+namespace clk::cmd {
+
+namespace {
+
+std::string joined_tokens(const std::vector<store::Grant>& grants) {
+  std::string out;
+  for (const auto& grant : grants)
+    out += (out.empty() ? "" : ",") + std::to_string(grant.token);
+  return out;
+}
+
+// The heartbeat: renew every resource, keeping the tokens. Runs on the
+// supervisor's heartbeat thread, the only user of `store` while the child runs.
+run::Renew make_renew(store::Store& store, const LockPlan& plan,
+                      const std::vector<store::Grant>& grants) {
+  store::RenewRequest renewal;
+  renewal.ns = plan.request.ns;
+  renewal.resources = plan.request.resources;
+  renewal.owner = plan.request.owner;
+  renewal.ttl = plan.request.ttl;
+  for (const auto& grant : grants)
+    renewal.tokens.push_back(grant.token);
+  return [&store, renewal] {
+    try {
+      store.renew(renewal);
+      return run::RenewOutcome::renewed;
+    } catch (const Error& error) {
+      // supervise() reports a lost lease itself, with what it does about it.
+      if (error.code() == ExitCode::not_owner)
+        return run::RenewOutcome::lost;
+      spdlog::warn("renewing the lease failed, will retry: {}", error.what());
+      return run::RenewOutcome::unavailable;
+    }
+  };
+}
+
+void release_after_run(store::Store& store, const LockPlan& plan, int status) {
+  store::ReleaseRequest release;
+  release.ns = plan.request.ns;
+  release.resources = plan.request.resources;
+  release.owner = plan.request.owner;
+  try {
+    store.release(release);
+  } catch (const Error& error) {
+    if (status == exit_status(ExitCode::lease_lost))
+      return;  // already reported
+    spdlog::warn("releasing after the command: {}", error.what());
+  }
+}
+
+}  // namespace
+
+Action register_run(CLI::App& app) {
+  struct Options {
+    LockFlags lock;
+    std::optional<std::string> heartbeat;
+    std::string on_lease_lost = "kill";
+    std::optional<std::string> kill_after;
+    std::vector<std::string> command;
+  };
+  auto options = std::make_shared<Options>();
+  auto* command = app.add_subcommand(
+      "run", "Acquire, run CMD renewing the lease, release when it exits; exit with its status");
+  add_lock_flags(*command, options->lock);
+  command->add_option("--heartbeat", options->heartbeat, "Renew every D (default: TTL/3)");
+  command
+      ->add_option("--on-lease-lost", options->on_lease_lost,
+                   "kill (stop the child, exit 79) or warn")
+      ->check(CLI::IsMember({"kill", "warn"}));
+  command->add_option("--kill-after", options->kill_after,
+                      "SIGKILL this long after SIGTERM (default 10s)");
+  command->footer(
+      "Examples:\n"
+      "  clock run -r bootstrap -- ./install.sh\n"
+      "  */5 * * * * clock run -n -r ldap.import -- /usr/local/bin/ldap-import");
+  return [options](Context& context) {
+    options->command = context.command;
+    if (options->command.empty()) {
+      throw Error(ExitCode::usage, "clock run needs a command: clock run -r NAME -- COMMAND");
+    }
+    auto plan = plan_lock(context, options->lock, owner_info_for_run(options->command));
+    run::RunOptions run;
+    run.argv = options->command;
+    run.lease_name = lock::join(plan.request.resources, ",");
+    run.ttl = plan.request.ttl;
+    run.heartbeat = options->heartbeat ? duration_flag("--heartbeat", *options->heartbeat)
+                                       : context.settings.heartbeat.value_or(run.ttl / 3);
+    run.kill_after = options->kill_after ? duration_flag("--kill-after", *options->kill_after)
+                                         : context.settings.kill_after;
+    run.on_lease_lost =
+        options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
+    run::check_timing(run);
+    auto store = context.open_store();
+    store::Acquired acquired;
+    try {
+      acquired = take_locks(context, *store, plan);
+    } catch (const Error& error) {
+      if (error.code() != ExitCode::not_acquired)
+        throw;
+      spdlog::error("{}", error.what());
+      return conflict_status(options->lock);
+    }
+    run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
+                     {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
+                     {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
+    int status =
+        run::supervise(run, make_renew(*store, plan, acquired.grants), acquired.attempt_start);
+    release_after_run(*store, plan, status);
+    return status;
+  };
+}
+
+}  // namespace clk::cmd

@@ -1,0 +1,442 @@
+-- clock on PostgreSQL, version 2: taking locks. try_acquire() is one round
+-- trip and one transaction; another program may call it (and release()) in
+-- its own transaction to take a clock lock around its own writes.
+--
+-- Isolation: READ COMMITTED (the default) is enough and is assumed. Every
+-- write to a resource hierarchy (namespace + first segment; related
+-- resources always share it) happens while holding that hierarchy's
+-- transaction-level advisory lock (lock_hierarchies, 001), taken in key order
+-- before anything is read. Under READ COMMITTED each statement of a PL/pgSQL
+-- function takes a fresh snapshot, so once the lock is held, every read sees
+-- all writes of the previous holder, which committed before releasing it:
+-- the check for conflicting leases and the insert that follows cannot
+-- interleave with another grant in the hierarchy. Why an advisory lock:
+-- before the first grant there is no row to lock, and a request conflicts
+-- with rows on other keys (ancestors, descendants), so row locks cannot
+-- serialize check-then-insert; SERIALIZABLE could, but fails with
+-- serialization errors the caller would have to retry. A transaction-level
+-- advisory lock needs no session state (it works through pgbouncer in
+-- transaction mode) and cannot outlive the transaction. Taking a request's
+-- locks in one order (by key) means two clock calls never deadlock; a
+-- program that calls try_acquire twice in one transaction of its own can,
+-- like with any two locks (PostgreSQL then aborts one of them).
+-- gc (004) does not take these locks; it only deletes rows that are already
+-- expired, skips rows another transaction has locked, and records history
+-- from DELETE ... RETURNING, so a row is recorded by exactly one deleter.
+--
+-- Clock: every instant is clock_timestamp() read once, right after the locks
+-- are taken. now() is the start of the transaction, which may be long before
+-- the locks were granted (or before a caller's own transaction reached us);
+-- with now() a lease could be granted already expired, or an expiry be judged
+-- against a stale instant. One reading per call keeps a call self-consistent.
+--
+-- Tokens are drawn from the tokens sequence only after the locks are held, so
+-- the grants of one resource, serialized by the lock, get increasing tokens.
+--
+-- Settings of every operation function (002-004): SECURITY DEFINER with
+-- search_path pinned to pg_catalog (every object of ours is qualified), so a
+-- caller's search_path cannot redirect it; lock_timeout 5 s, so that a
+-- program holding a hierarchy lock in a long transaction of its own makes
+-- clock fail (exit 69, retry) instead of hang; jit off: these are
+-- millisecond queries, and a JIT compilation triggered by a pessimistic cost
+-- estimate would add half a second to them.
+--
+-- Waits: a waiter's queue entry (waiters) is written by a blocked attempt
+-- with queue = true and refreshed by the next ones; a later conflicting
+-- request never overtakes a live earlier entry. Deadlocks (a cycle of owners
+-- each waiting for the next) are reported instead of queued.
+
+-- The verdict for one resource, as lock::decide() in src/lock/conflict.cpp
+-- gives it: 'again' (this request_id already holds it: a retry), 'reenter',
+-- 'grant', 'blocked', 'slots_mismatch' or 'upgrade'. Expired related leases
+-- must have been removed before (expire_related). blockers[i] is the owner of
+-- the i-th lease or waiter in the way, blocked_on[i] its resource.
+CREATE FUNCTION @schema@.decide(
+  p_namespace text, p_resource text, p_mode text, p_slots integer, p_owner uuid,
+  p_request_id text, p_now timestamptz,
+  OUT verdict text, OUT other_slots integer, OUT blocking_leases jsonb,
+  OUT blocking_waiters jsonb, OUT blockers uuid[], OUT blocked_on text[],
+  OUT blocker_hosts text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_up text[] := array_prepend(p_resource, @schema@.ancestors(p_resource));
+  v_lo text := p_resource || '.';  -- descendants sort strictly between v_lo and v_hi
+  v_hi text := p_resource || '/';
+  l @schema@.leases;
+  w @schema@.waiters;
+  v_holders @schema@.leases[] := '{}';  -- other owners' slots of this very semaphore
+  v_mine bigint;
+  v_queued integer := 0;
+BEGIN
+  verdict := 'grant'; other_slots := 0; blocking_leases := '[]'; blocking_waiters := '[]';
+  blockers := '{}'; blocked_on := '{}'; blocker_hosts := '{}';
+  SELECT * INTO l FROM @schema@.leases
+  WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner
+    AND (expires_at IS NULL OR expires_at > p_now);
+  IF FOUND THEN
+    verdict := CASE WHEN l.request_id = p_request_id THEN 'again'
+                    WHEN l.slots <> p_slots THEN 'slots_mismatch'
+                    WHEN l.mode = 'shared' AND p_mode = 'exclusive' THEN 'upgrade'
+                    ELSE 'reenter' END;
+    other_slots := l.slots;
+    RETURN;
+  END IF;
+  FOR l IN SELECT * FROM @schema@.leases
+           WHERE namespace = p_namespace AND owner <> p_owner
+             AND (expires_at IS NULL OR expires_at > p_now)
+             AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi))
+           ORDER BY token
+  LOOP
+    IF l.slots > 0 AND p_slots > 0 AND l.resource = p_resource THEN
+      IF l.slots <> p_slots THEN
+        verdict := 'slots_mismatch'; other_slots := l.slots;
+        RETURN;
+      END IF;
+      v_holders := v_holders || l;
+    ELSIF NOT (l.mode = 'shared' AND p_mode = 'shared') THEN
+      blocking_leases := blocking_leases || @schema@.lease_json(l, p_now);
+      blockers := blockers || l.owner; blocked_on := blocked_on || l.resource;
+      blocker_hosts := blocker_hosts || l.host;
+    END IF;
+  END LOOP;
+  IF p_slots > 0 AND cardinality(v_holders) >= p_slots THEN
+    FOREACH l IN ARRAY v_holders LOOP
+      blocking_leases := blocking_leases || @schema@.lease_json(l, p_now);
+      blockers := blockers || l.owner; blocked_on := blocked_on || l.resource;
+      blocker_hosts := blocker_hosts || l.host;
+    END LOOP;
+  END IF;
+  -- Earlier live waiters of other owners; our own entry counts only while live.
+  SELECT position INTO v_mine FROM @schema@.waiters
+  WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner
+    AND expires_at > p_now;
+  FOR w IN SELECT * FROM @schema@.waiters
+           WHERE namespace = p_namespace AND owner <> p_owner AND expires_at > p_now
+             AND (v_mine IS NULL OR position < v_mine)
+             AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi))
+           ORDER BY position
+  LOOP
+    IF w.slots > 0 AND p_slots > 0 AND w.resource = p_resource THEN
+      IF w.slots <> p_slots THEN
+        verdict := 'slots_mismatch'; other_slots := w.slots;
+        RETURN;
+      END IF;
+      -- Earlier semaphore waiters go first: only the slots left over are ours.
+      v_queued := v_queued + 1;
+      CONTINUE WHEN cardinality(v_holders) + v_queued < p_slots;
+    ELSIF w.mode = 'shared' AND p_mode = 'shared' THEN
+      CONTINUE;
+    END IF;
+    blocking_waiters := blocking_waiters || @schema@.waiter_json(w);
+    blockers := blockers || w.owner; blocked_on := blocked_on || w.resource;
+    blocker_hosts := blocker_hosts || w.host;
+  END LOOP;
+  IF cardinality(blockers) > 0 THEN
+    verdict := 'blocked';
+  END IF;
+END $$;
+
+-- Removes the expired leases related to one resource, recording each as
+-- expired at the instant it lapsed. Returns how many.
+CREATE FUNCTION @schema@.expire_related(p_namespace text, p_resource text, p_now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_up text[] := array_prepend(p_resource, @schema@.ancestors(p_resource));
+  v_count integer;
+BEGIN
+  WITH gone AS (
+    DELETE FROM @schema@.leases
+    WHERE namespace = p_namespace AND expires_at <= p_now
+      AND (resource = ANY (v_up) OR (resource > p_resource || '.' AND resource < p_resource || '/'))
+    RETURNING *)
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                host, ip, pid, user_name, command)
+  SELECT expires_at, 'expired', namespace, resource, owner, mode, token, expires_at - acquired_at,
+         host, ip, pid, user_name, command
+  FROM gone;
+  GET DIAGNOSTICS v_count = ROW_COUNT;
+  RETURN v_count;
+END $$;
+
+-- "Waits for" edges out of a set of owners: an owner with a live queue entry
+-- waits for every other owner holding a live conflicting lease on a related
+-- resource (for a semaphore: only when it is full), and for every owner with
+-- an earlier live conflicting entry (FIFO: it cannot overtake them).
+CREATE FUNCTION @schema@.waits_for(p_owners uuid[], p_now timestamptz)
+RETURNS TABLE (from_owner uuid, to_owner uuid, resource text, to_host text)
+LANGUAGE sql STABLE AS $$
+  -- Related rows are found per queue entry by primary-key lookups (the entry
+  -- and its ancestors) and range scans (its descendants), never by a join
+  -- condition the planner could only evaluate row by row.
+  SELECT w.owner, l.owner, l.resource, l.host
+  FROM @schema@.waiters w
+  CROSS JOIN LATERAL (
+    SELECT * FROM @schema@.leases
+    WHERE namespace = w.namespace
+      AND resource = ANY (array_prepend(w.resource, @schema@.ancestors(w.resource)))
+    UNION ALL
+    SELECT * FROM @schema@.leases
+    WHERE namespace = w.namespace
+      AND resource > w.resource || '.' AND resource < w.resource || '/') AS l
+  WHERE w.owner = ANY (p_owners) AND w.expires_at > p_now AND l.owner <> w.owner
+    AND (l.expires_at IS NULL OR l.expires_at > p_now)
+    AND NOT (w.mode = 'shared' AND l.mode = 'shared')
+    AND NOT (w.slots > 0 AND l.slots > 0 AND w.resource = l.resource
+             AND (SELECT count(*) FROM @schema@.leases h
+                  WHERE h.namespace = l.namespace AND h.resource = l.resource
+                    AND h.owner <> w.owner AND (h.expires_at IS NULL OR h.expires_at > p_now))
+                 < w.slots)
+  UNION
+  SELECT w.owner, e.owner, e.resource, e.host
+  FROM @schema@.waiters w
+  CROSS JOIN LATERAL (
+    SELECT * FROM @schema@.waiters
+    WHERE namespace = w.namespace
+      AND resource = ANY (array_prepend(w.resource, @schema@.ancestors(w.resource)))
+    UNION ALL
+    SELECT * FROM @schema@.waiters
+    WHERE namespace = w.namespace
+      AND resource > w.resource || '.' AND resource < w.resource || '/') AS e
+  WHERE w.owner = ANY (p_owners) AND w.expires_at > p_now AND e.expires_at > p_now
+    AND e.owner <> w.owner AND e.position < w.position
+    AND NOT (w.mode = 'shared' AND e.mode = 'shared')
+    AND NOT (w.slots > 0 AND e.slots > 0 AND w.resource = e.resource)
+$$;
+
+CREATE FUNCTION @schema@.describe_owner(p_owner uuid, p_host text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT 'owner ' || p_owner || CASE WHEN coalesce(p_host, '') = '' THEN ''
+                                     ELSE ' (' || p_host || ')' END
+$$;
+
+-- Breadth-first search along waits_for from the owners in our way. Reaching
+-- the requesting owner closes a cycle: returns it as
+-- "owner A (host) -> x -> owner B (host) -> y -> owner A (host)", where each
+-- arrow reads "waits for x, held or queued for by"; NULL if there is none.
+-- Reads rows of other hierarchies without locking them: a cycle closed by two
+-- requests at the same instant is found by the next attempt of either.
+CREATE FUNCTION @schema@.find_cycle(p_owner uuid, p_host text, p_blockers uuid[],
+                                    p_blocked_on text[], p_hosts text[], p_now timestamptz)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_nodes uuid[] := '{}';   -- owners reached, in order
+  v_hosts text[] := '{}';
+  v_parent integer[] := '{}';  -- index of the owner that waits for this one; 0: the requester
+  v_via text[] := '{}';     -- the resource that owner waits for
+  v_first integer := 1;     -- the frontier is v_nodes[v_first:v_last]
+  v_last integer;
+  e record;
+  i integer;
+  v_path text;
+BEGIN
+  FOR i IN 1 .. cardinality(p_blockers) LOOP
+    IF p_blockers[i] = p_owner THEN
+      RETURN NULL;  -- cannot happen: decide() never lists the requester
+    END IF;
+    IF array_position(v_nodes, p_blockers[i]) IS NULL THEN
+      v_nodes := v_nodes || p_blockers[i]; v_hosts := v_hosts || p_hosts[i];
+      v_parent := v_parent || 0; v_via := v_via || p_blocked_on[i];
+    END IF;
+  END LOOP;
+  FOR depth IN 1 .. 64 LOOP
+    v_last := cardinality(v_nodes);
+    EXIT WHEN v_first > v_last;
+    FOR e IN SELECT * FROM @schema@.waits_for(v_nodes[v_first:v_last], p_now)
+             ORDER BY from_owner, to_owner, resource
+    LOOP
+      IF e.to_owner = p_owner THEN
+        v_path := ' -> ' || e.resource || ' -> ' || @schema@.describe_owner(p_owner, p_host);
+        i := array_position(v_nodes, e.from_owner);
+        WHILE i > 0 LOOP
+          v_path := ' -> ' || v_via[i] || ' -> ' || @schema@.describe_owner(v_nodes[i], v_hosts[i])
+                    || v_path;
+          i := v_parent[i];
+        END LOOP;
+        RETURN @schema@.describe_owner(p_owner, p_host) || v_path;
+      END IF;
+      IF array_position(v_nodes, e.to_owner) IS NULL THEN
+        v_nodes := v_nodes || e.to_owner; v_hosts := v_hosts || e.to_host;
+        v_parent := v_parent || array_position(v_nodes, e.from_owner);
+        v_via := v_via || e.resource;
+      END IF;
+    END LOOP;
+    v_first := v_last + 1;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
+-- Enters (or keeps) the owner in the queue of every resource of a blocked
+-- request. A live entry keeps its position and is rewritten only when half
+-- its lifetime is gone (or the request changed), to spare writes; a dead one
+-- is replaced, so a waiter that lapsed goes to the back. The lifetime is
+-- store::waiter_lifetime(ttl) of src/store/store.cpp: the TTL clamped to
+-- 1..30 s, 30 s for --ttl 0.
+CREATE FUNCTION @schema@.enqueue(
+  p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
+  p_ttl_ms bigint, p_request_id text, p_host text, p_ip text, p_pid bigint, p_user text,
+  p_command text, p_started timestamptz, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_life interval := CASE WHEN p_ttl_ms = 0 THEN interval '30 s'
+                          ELSE least(greatest(p_ttl_ms * interval '1 ms', interval '1 s'),
+                                     interval '30 s') END;
+BEGIN
+  DELETE FROM @schema@.waiters
+  WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources)
+    AND expires_at <= p_now;
+  INSERT INTO @schema@.waiters AS w (namespace, resource, owner, mode, slots, request_id,
+                                     enqueued_at, expires_at, host, ip, pid, user_name, command,
+                                     owner_started_at)
+  SELECT p_namespace, r, p_owner, p_mode, p_slots, p_request_id, p_now, p_now + v_life,
+         p_host, p_ip, p_pid, p_user, p_command, p_started
+  FROM unnest(p_resources) WITH ORDINALITY AS t (r, n) ORDER BY n
+  ON CONFLICT (namespace, resource, owner) DO UPDATE
+    SET expires_at = excluded.expires_at, request_id = excluded.request_id,
+        mode = excluded.mode, slots = excluded.slots
+    WHERE w.expires_at < p_now + v_life / 2 OR w.request_id <> excluded.request_id
+       OR w.mode <> excluded.mode OR w.slots <> excluded.slots;
+END $$;
+
+-- One attempt at taking every resource of a request, all or none. Returns
+-- {"outcome": "granted", "grants": [{resource, token, depth}…]} (request
+-- order), {"outcome": "blocked", "leases": […], "waiters": […]} (who is in
+-- the way), {"outcome": "deadlock", "cycle": "…"}, or, refused by the lock
+-- model, {"outcome": "slots_mismatch" | "upgrade", "resource", "slots",
+-- "other_slots"}; each with "now", the server's clock in microseconds.
+-- p_ttl_ms = 0: the lease never expires. p_request_id: a fresh id per
+-- acquire; a retried call with the same id returns the grant it made.
+CREATE FUNCTION @schema@.try_acquire(
+  p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
+  p_ttl_ms bigint, p_request_id text, p_queue boolean,
+  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET lock_timeout = '5s'
+AS $$
+DECLARE
+  v_now timestamptz;
+  v_expires timestamptz;
+  d record;
+  v_verdicts text[] := '{}';
+  v_leases jsonb := '[]';
+  v_waiters jsonb := '[]';
+  v_blockers uuid[] := '{}';
+  v_blocked_on text[] := '{}';
+  v_hosts text[] := '{}';
+  v_expired integer := 0;
+  v_cycle text;
+  v_grants jsonb := '[]';
+  l @schema@.leases;
+BEGIN
+  PERFORM @schema@.check_names(p_namespace, p_resources);
+  IF p_mode IS NULL OR p_mode NOT IN ('exclusive', 'shared') OR p_slots IS NULL OR p_slots < 0
+     OR p_ttl_ms IS NULL OR p_ttl_ms < 0 OR p_owner IS NULL OR coalesce(p_request_id, '') = '' THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'try_acquire: invalid mode, slots, ttl, owner or request id';
+  END IF;
+  PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
+  v_now := clock_timestamp();  -- after the locks: see the header
+  v_expires := CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END;
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    v_expired := v_expired + @schema@.expire_related(p_namespace, p_resources[i], v_now);
+    SELECT * INTO d FROM @schema@.decide(p_namespace, p_resources[i], p_mode, p_slots, p_owner,
+                                         p_request_id, v_now);
+    IF d.verdict IN ('slots_mismatch', 'upgrade') THEN
+      IF v_expired > 0 THEN PERFORM @schema@.notify_change(); END IF;
+      RETURN jsonb_build_object('outcome', d.verdict, 'now', @schema@.usec(v_now),
+                                'resource', p_resources[i], 'slots', p_slots,
+                                'other_slots', d.other_slots);
+    END IF;
+    v_verdicts := v_verdicts || d.verdict;
+    v_leases := v_leases || d.blocking_leases;
+    v_waiters := v_waiters || d.blocking_waiters;
+    v_blockers := v_blockers || d.blockers;
+    v_blocked_on := v_blocked_on || d.blocked_on;
+    v_hosts := v_hosts || d.blocker_hosts;
+  END LOOP;
+  IF v_expired > 0 THEN PERFORM @schema@.notify_change(); END IF;
+
+  IF cardinality(v_blockers) > 0 THEN
+    v_cycle := @schema@.find_cycle(p_owner, p_host, v_blockers, v_blocked_on, v_hosts, v_now);
+    IF v_cycle IS NOT NULL THEN
+      -- Not queued, and out of the queue: the others can proceed.
+      DELETE FROM @schema@.waiters
+      WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources);
+      IF FOUND THEN PERFORM @schema@.notify_change(); END IF;
+      RETURN jsonb_build_object('outcome', 'deadlock', 'now', @schema@.usec(v_now),
+                                'cycle', v_cycle);
+    END IF;
+    IF p_queue THEN
+      PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                               p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started,
+                               v_now);
+    END IF;
+    RETURN jsonb_build_object(
+      'outcome', 'blocked', 'now', @schema@.usec(v_now),
+      'leases', (SELECT coalesce(jsonb_agg(x ORDER BY (x ->> 'token')::bigint), '[]')
+                 FROM (SELECT DISTINCT x FROM jsonb_array_elements(v_leases) AS x) AS s),
+      'waiters', (SELECT coalesce(jsonb_agg(x ORDER BY (x ->> 'position')::bigint), '[]')
+                  FROM (SELECT DISTINCT x FROM jsonb_array_elements(v_waiters) AS x) AS s));
+  END IF;
+
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    IF v_verdicts[i] = 'again' THEN
+      SELECT * INTO l FROM @schema@.leases
+      WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner;
+    ELSIF v_verdicts[i] = 'reenter' THEN
+      -- The longer of the two leases wins; no expiry beats any expiry.
+      UPDATE @schema@.leases
+      SET depth = depth + 1, request_id = p_request_id, renewed_at = v_now,
+          expires_at = CASE WHEN expires_at IS NULL OR v_expires IS NULL THEN NULL
+                            ELSE greatest(expires_at, v_expires) END
+      WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner
+      RETURNING * INTO l;
+    ELSE
+      INSERT INTO @schema@.leases (namespace, resource, owner, mode, slots, token, depth,
+                                   request_id, acquired_at, renewed_at, expires_at, ttl, host,
+                                   ip, pid, user_name, command, owner_started_at)
+      VALUES (p_namespace, p_resources[i], p_owner, p_mode, p_slots,
+              nextval('@schema@.tokens'), 1, p_request_id, v_now, v_now, v_expires,
+              p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
+              coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started)
+      RETURNING * INTO l;
+      PERFORM @schema@.record_event('acquired', v_now, l, NULL);
+    END IF;
+    v_grants := v_grants || jsonb_build_object('resource', l.resource, 'token', l.token,
+                                               'depth', l.depth);
+  END LOOP;
+  DELETE FROM @schema@.waiters
+  WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources);
+  RETURN jsonb_build_object('outcome', 'granted', 'now', @schema@.usec(v_now), 'grants', v_grants);
+END $$;
+
+-- Takes a request out of the queue (after a timeout or an interrupt): the
+-- owner's entries for these resources made by request p_request_id (any
+-- request when NULL). Returns how many; wakes the waiters behind them.
+CREATE FUNCTION @schema@.leave_queue(p_namespace text, p_resources text[], p_owner uuid,
+                                     p_request_id text)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET lock_timeout = '5s'
+AS $$
+DECLARE
+  v_count integer;
+BEGIN
+  PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
+  DELETE FROM @schema@.waiters
+  WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources)
+    AND (p_request_id IS NULL OR request_id = p_request_id);
+  GET DIAGNOSTICS v_count = ROW_COUNT;
+  IF v_count > 0 THEN PERFORM @schema@.notify_change(); END IF;
+  RETURN v_count;
+END $$;
+
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC;

@@ -1,0 +1,126 @@
+-- clock on PostgreSQL, version 4: reading the lock table and collecting
+-- garbage. Each call is one round trip and one transaction.
+--
+-- status() and history() only read: one statement each, so one snapshot,
+-- consistent at READ COMMITTED, and they take no locks that could delay an
+-- acquirer. "now" is clock_timestamp(), the server's clock when the snapshot
+-- was taken, against which expiry is judged.
+--
+-- gc_batch() removes at most p_batch rows of each kind per call (per
+-- transaction): the store calls it until a call removes fewer, so acquirers
+-- never queue behind a long clean-up. It takes no hierarchy locks: it
+-- deletes only rows that are already dead by clock_timestamp(), which no
+-- acquirer would count anyway, re-checks that under the row lock (a renewal
+-- that committed in between wins), and skips rows another transaction holds
+-- (FOR UPDATE SKIP LOCKED) so it never waits and can never be part of a
+-- deadlock. An expired lease is recorded by whichever transaction deletes it
+-- (DELETE ... RETURNING), so exactly once.
+
+-- Holders (live, or all with p_include_expired) and live waiters in queue
+-- order, optionally of one namespace and of a resource and its descendants.
+-- Returns {"now", "holders": [lease…], "waiters": [waiter…]}.
+CREATE FUNCTION @schema@.status(p_namespace text, p_prefix text, p_include_expired boolean)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+BEGIN
+  RETURN jsonb_build_object(
+    'now', @schema@.usec(v_now),
+    'holders', (SELECT coalesce(jsonb_agg(@schema@.lease_json(l, v_now)
+                                          ORDER BY l.namespace, l.resource, l.acquired_at), '[]')
+                FROM @schema@.leases l
+                WHERE (p_namespace IS NULL OR l.namespace = p_namespace)
+                  AND (p_prefix IS NULL OR l.resource = p_prefix
+                       OR (l.resource > p_prefix || '.' AND l.resource < p_prefix || '/'))
+                  AND (p_include_expired OR l.expires_at IS NULL OR l.expires_at > v_now)),
+    'waiters', (SELECT coalesce(jsonb_agg(@schema@.waiter_json(w) ORDER BY w.position), '[]')
+                FROM @schema@.waiters w
+                WHERE (p_namespace IS NULL OR w.namespace = p_namespace)
+                  AND (p_prefix IS NULL OR w.resource = p_prefix
+                       OR (w.resource > p_prefix || '.' AND w.resource < p_prefix || '/'))
+                  AND w.expires_at > v_now));
+END $$;
+
+-- The newest p_limit events, optionally of one namespace and of a resource
+-- and its descendants. Returns a JSON array, newest first.
+CREATE FUNCTION @schema@.history(p_namespace text, p_prefix text, p_limit integer)
+RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+  SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'id', h.id, 'at', @schema@.usec(h.at), 'event', h.event, 'namespace', h.namespace,
+           'resource', h.resource, 'owner', h.owner, 'mode', h.mode, 'token', h.token,
+           'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
+           'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
+           'by', h.forced_by, 'db_user', h.db_user) ORDER BY h.id DESC), '[]')
+  FROM (SELECT * FROM @schema@.history
+        WHERE (p_namespace IS NULL OR namespace = p_namespace)
+          AND (p_prefix IS NULL OR resource = p_prefix
+               OR (resource > p_prefix || '.' AND resource < p_prefix || '/'))
+        ORDER BY id DESC
+        LIMIT greatest(p_limit, 0)) AS h
+$$;
+
+-- One batch of garbage collection: up to p_batch expired leases (recorded as
+-- expired), dead waiters and, with p_history_older_than_ms, history rows
+-- older than that. With p_dry_run, counts everything there is to remove
+-- (not limited to a batch) and removes nothing. Returns {"expired_leases",
+-- "dead_waiters", "history_rows"}.
+CREATE FUNCTION @schema@.gc_batch(p_batch integer, p_history_older_than_ms bigint,
+                                  p_dry_run boolean)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET lock_timeout = '5s'
+AS $$
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  v_cutoff timestamptz := v_now - p_history_older_than_ms * interval '1 ms';  -- NULL: keep all
+  v_leases bigint;
+  v_waiters bigint;
+  v_history bigint;
+BEGIN
+  IF p_dry_run THEN
+    SELECT count(*) INTO v_leases FROM @schema@.leases WHERE expires_at <= v_now;
+    SELECT count(*) INTO v_waiters FROM @schema@.waiters WHERE expires_at <= v_now;
+    SELECT count(*) INTO v_history FROM @schema@.history WHERE at < v_cutoff;
+  ELSE
+    WITH batch AS (
+      SELECT namespace, resource, owner FROM @schema@.leases
+      WHERE expires_at <= v_now
+      ORDER BY expires_at LIMIT p_batch
+      FOR UPDATE SKIP LOCKED),
+    gone AS (
+      DELETE FROM @schema@.leases l USING batch b
+      WHERE l.namespace = b.namespace AND l.resource = b.resource AND l.owner = b.owner
+        AND l.expires_at <= v_now
+      RETURNING l.*)
+    INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                  host, ip, pid, user_name, command)
+    SELECT expires_at, 'expired', namespace, resource, owner, mode, token,
+           expires_at - acquired_at, host, ip, pid, user_name, command
+    FROM gone;
+    GET DIAGNOSTICS v_leases = ROW_COUNT;
+    DELETE FROM @schema@.waiters
+    WHERE position IN (SELECT position FROM @schema@.waiters WHERE expires_at <= v_now
+                       ORDER BY expires_at LIMIT p_batch FOR UPDATE SKIP LOCKED)
+      AND expires_at <= v_now;
+    GET DIAGNOSTICS v_waiters = ROW_COUNT;
+    DELETE FROM @schema@.history
+    WHERE id IN (SELECT id FROM @schema@.history WHERE at < v_cutoff
+                 ORDER BY id LIMIT p_batch FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS v_history = ROW_COUNT;
+    IF v_leases > 0 OR v_waiters > 0 THEN PERFORM @schema@.notify_change(); END IF;
+  END IF;
+  RETURN jsonb_build_object('expired_leases', v_leases, 'dead_waiters', v_waiters,
+                            'history_rows', v_history);
+END $$;
+
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC;

@@ -1,0 +1,75 @@
+-- Least-privilege roles for clock on PostgreSQL. Not a migration (clock never
+-- runs it): a database administrator runs it once per database, and again
+-- after a `clock init` that added migrations, as the owner of the clock
+-- schema (or a superuser), after `clock init` created the schema:
+--
+--   psql -v ON_ERROR_STOP=1 -v schema=clock -f sql/postgres/roles.sql
+--
+-- (schema defaults to clock; it must match pg_schema in clock's config), then
+-- gives each host's login role one of the two group roles:
+--
+--   CREATE ROLE web1 LOGIN PASSWORD '…' IN ROLE clock_app;
+--   CREATE ROLE ops  LOGIN PASSWORD '…' IN ROLE clock_operator;
+--
+-- clock_app       what `clock run`, `acquire`, `renew`, `release`, `status`
+--                 and `history` need: EXECUTE on try_acquire, leave_queue,
+--                 renew, release (of the caller's own leases: the function
+--                 only ever removes the lease of the owner id it is given),
+--                 status and history, and SELECT on schema_migrations (the
+--                 version check every command makes first). No privilege on
+--                 any lock table, the sequence, or CREATE anywhere: the lock
+--                 table and history change only through the functions, so
+--                 this role cannot run DDL, rewrite or delete history, or
+--                 write a lease the rules would refuse.
+-- clock_operator  clock_app, plus force_release (`release --force`, recorded
+--                 with who forced it) and gc_batch (`clock gc`: expired leases,
+--                 dead waiters, history older than a cut-off).
+--
+-- Why this works: the operation functions are SECURITY DEFINER, owned by the
+-- schema owner, with search_path pinned to pg_catalog and every object
+-- qualified, so they act with the owner's rights on exactly the rows their
+-- rules allow; EXECUTE on every function of the schema is revoked from PUBLIC
+-- by the migrations, so only the grants below open them. Owner ids are
+-- bearer tokens: a role that knows another owner's id can release that
+-- owner's lease, as the owner could; keep CLOCK_OWNER as private as the lock.
+-- Neither role may create or migrate the schema: a command run as one of
+-- them against a missing or older schema fails with exit 78, pointing at
+-- `clock init`, which the schema owner runs.
+
+\if :{?schema}
+\else
+  \set schema clock
+\endif
+
+BEGIN;
+
+SELECT 'CREATE ROLE clock_app NOLOGIN'
+WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'clock_app') \gexec
+SELECT 'CREATE ROLE clock_operator NOLOGIN'
+WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'clock_operator') \gexec
+GRANT clock_app TO clock_operator;
+
+-- Start from nothing, so a re-run also takes back what an older version gave.
+REVOKE ALL ON SCHEMA :"schema" FROM clock_app, clock_operator;
+REVOKE ALL ON ALL TABLES IN SCHEMA :"schema" FROM clock_app, clock_operator;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA :"schema" FROM clock_app, clock_operator;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA :"schema" FROM PUBLIC, clock_app, clock_operator;
+
+GRANT USAGE ON SCHEMA :"schema" TO clock_app;
+GRANT SELECT ON :"schema".schema_migrations TO clock_app;
+GRANT EXECUTE ON FUNCTION
+  :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
+                        bigint, text, text, timestamptz),
+  :"schema".leave_queue(text, text[], uuid, text),
+  :"schema".renew(text, text[], uuid, bigint[], bigint),
+  :"schema".release(text, text[], uuid),
+  :"schema".status(text, text, boolean),
+  :"schema".history(text, text, integer)
+TO clock_app;
+
+GRANT EXECUTE ON FUNCTION
+  :"schema".force_release(text, text[], text),
+  :"schema".gc_batch(integer, bigint, boolean)
+TO clock_operator;
+
+COMMIT;

@@ -1,0 +1,288 @@
+// Settings resolution: defaults, then the TOML file, then the environment,
+// then flags. Errors name the file, line and key.
+#include "config/settings.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <toml++/toml.h>
+
+#include "error.hpp"
+#include "lock/resource.hpp"
+#include "util/duration.hpp"
+
+extern char** environ;
+
+namespace clk::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> lookup(const Environment& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty())
+    return std::nullopt;
+  return it->second;
+}
+
+// $HOME, else the home directory of the effective user (cron and systemd may
+// run jobs without HOME).
+std::string home(const Environment& env) {
+  if (auto value = lookup(env, "HOME"))
+    return *value;
+  if (auto* entry = getpwuid(geteuid()); entry && entry->pw_dir)
+    return entry->pw_dir;
+  return "/";
+}
+
+[[noreturn]] void file_error(const fs::path& file, const toml::source_region& where,
+                             const std::string& key, const std::string& what) {
+  throw Error(ExitCode::config,
+              file.string() + ":" + std::to_string(where.begin.line) + ": " + key + ": " + what);
+}
+
+// Reads typed values out of the parsed file, remembering where each came from.
+class FileReader {
+ public:
+  FileReader(fs::path file, toml::table table)
+      : m_file(std::move(file)), m_table(std::move(table)) {}
+
+  void check_known_keys() {
+    static const std::map<std::string, std::vector<std::string>> k_known = {
+        {"",
+         {"database", "namespace", "log_level", "log_format", "lock", "postgres", "gc", "sqlite"}},
+        {"lock", {"ttl", "heartbeat", "kill_after"}},
+        {"postgres", {"schema", "connect_timeout"}},
+        {"gc", {"history_retention", "batch_size"}},
+        {"sqlite", {"allow_network_filesystem"}}};
+    check_table(m_table, "", k_known);
+  }
+
+  std::optional<std::string> string(const std::string& path) {
+    auto node = m_table.at_path(path);
+    if (!node)
+      return std::nullopt;
+    if (auto value = node.value<std::string>())
+      return *value;
+    file_error(m_file, node.node()->source(), path, "expected a string");
+  }
+
+  std::optional<milliseconds> duration(const std::string& path) {
+    auto node = m_table.at_path(path);
+    if (!node)
+      return std::nullopt;
+    std::optional<milliseconds> parsed;
+    if (auto seconds = node.value<std::int64_t>(); seconds && node.is_integer()) {
+      parsed = util::parse_duration(std::to_string(*seconds));
+    } else if (auto text = node.value<std::string>()) {
+      parsed = util::parse_duration(*text);
+    }
+    if (!parsed) {
+      file_error(m_file, node.node()->source(), path,
+                 "expected a duration like \"90s\", \"5m\" or a number of seconds");
+    }
+    return parsed;
+  }
+
+  std::optional<std::int64_t> integer(const std::string& path, std::int64_t low,
+                                      std::int64_t high) {
+    auto node = m_table.at_path(path);
+    if (!node)
+      return std::nullopt;
+    auto value = node.value<std::int64_t>();
+    if (!node.is_integer() || !value || *value < low || *value > high) {
+      file_error(
+          m_file, node.node()->source(), path,
+          "expected a whole number from " + std::to_string(low) + " to " + std::to_string(high));
+    }
+    return value;
+  }
+
+  std::optional<bool> boolean(const std::string& path) {
+    auto node = m_table.at_path(path);
+    if (!node)
+      return std::nullopt;
+    if (auto value = node.value<bool>(); value && node.is_boolean())
+      return *value;
+    file_error(m_file, node.node()->source(), path, "expected true or false");
+  }
+
+ private:
+  void check_table(const toml::table& table, const std::string& prefix,
+                   const std::map<std::string, std::vector<std::string>>& known) {
+    const auto& allowed = known.at(prefix);
+    for (const auto& [key, node] : table) {
+      std::string name(key.str());
+      std::string full = prefix.empty() ? name : prefix + "." + name;
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        file_error(m_file, node.source(), full,
+                   "unknown key (config/clock.toml in the sources lists every key)");
+      }
+      if (known.count(full)) {
+        if (!node.is_table())
+          file_error(m_file, node.source(), full, "expected a table");
+        check_table(*node.as_table(), full, known);
+      }
+    }
+  }
+
+  fs::path m_file;
+  toml::table m_table;
+};
+
+std::string validated_namespace(const std::string& ns, const std::string& origin) {
+  if (ns.empty())
+    return ns;
+  try {
+    lock::Resource::parse(ns);
+  } catch (const Error&) {
+    throw Error(origin == "--namespace" ? ExitCode::usage : ExitCode::config,
+                "invalid namespace '" + ns + "' in " + origin +
+                    ": use letters, digits, '_', '-' and '.', like dc-eu1");
+  }
+  return ns;
+}
+
+void apply_file(Settings& settings, const fs::path& file) {
+  toml::table table;
+  try {
+    table = toml::parse_file(file.string());
+  } catch (const toml::parse_error& error) {
+    throw Error(ExitCode::config, file.string() + ":" + std::to_string(error.source().begin.line) +
+                                      ": invalid TOML: " + std::string(error.description()));
+  }
+  FileReader reader(file, std::move(table));
+  reader.check_known_keys();
+  settings.config_file = file;
+  if (auto v = reader.string("database"))
+    settings.database_url = *v;
+  if (auto v = reader.string("namespace")) {
+    settings.ns = validated_namespace(*v, file.string());
+    settings.ns_given = true;
+  }
+  if (auto v = reader.string("log_level"))
+    settings.log_level = *v;
+  if (auto v = reader.string("log_format")) {
+    if (*v != "text" && *v != "json") {
+      throw Error(ExitCode::config, file.string() + ": log_format: expected \"text\" or \"json\"");
+    }
+    settings.log_format = *v == "json" ? LogFormat::json : LogFormat::text;
+  }
+  if (auto v = reader.duration("lock.ttl"))
+    settings.ttl = *v;
+  if (auto v = reader.duration("lock.heartbeat"))
+    settings.heartbeat = *v;
+  if (auto v = reader.duration("lock.kill_after"))
+    settings.kill_after = *v;
+  if (auto v = reader.string("postgres.schema"))
+    settings.pg_schema = *v;
+  if (auto v = reader.duration("postgres.connect_timeout"))
+    settings.connect_timeout = *v;
+  if (auto v = reader.duration("gc.history_retention"))
+    settings.history_retention = *v;
+  if (auto v = reader.integer("gc.batch_size", 1, 1'000'000)) {
+    settings.gc_batch_size = static_cast<int>(*v);
+  }
+  if (auto v = reader.boolean("sqlite.allow_network_filesystem")) {
+    settings.allow_network_filesystem = *v;
+  }
+}
+
+void check_log_level(const std::string& level, const std::string& origin) {
+  static const char* k_levels[] = {"trace", "debug", "info", "warn", "error", "off"};
+  for (const char* known : k_levels) {
+    if (level == known)
+      return;
+  }
+  throw Error(origin == "--log-level" ? ExitCode::usage : ExitCode::config,
+              "invalid log level '" + level + "' in " + origin +
+                  ": use trace, debug, info, warn, error or off");
+}
+
+}  // namespace
+
+Environment process_environment() {
+  Environment env;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    auto equals = text.find('=');
+    if (equals == std::string_view::npos)
+      continue;
+    auto name = text.substr(0, equals);
+    if (name.starts_with("CLOCK_") || name.starts_with("XDG_") || name == "HOME") {
+      env.emplace(name, text.substr(equals + 1));
+    }
+  }
+  return env;
+}
+
+std::string default_database_url(const Environment& env) {
+  auto state = lookup(env, "XDG_STATE_HOME").value_or(home(env) + "/.local/state");
+  return "sqlite:" + state + "/clock/clock.db";
+}
+
+std::optional<fs::path> locate_config_file(const Flags& flags, const Environment& env) {
+  auto explicit_file = flags.config_file ? flags.config_file : lookup(env, "CLOCK_CONFIG");
+  if (explicit_file) {
+    std::error_code error;
+    if (!fs::is_regular_file(*explicit_file, error)) {
+      throw Error(ExitCode::config, "cannot read the config file " + *explicit_file +
+                                        ": it does not exist or is not a file");
+    }
+    return fs::path(*explicit_file);
+  }
+  auto config_home = lookup(env, "XDG_CONFIG_HOME").value_or(home(env) + "/.config");
+  for (fs::path candidate :
+       {fs::path(config_home) / "clock/clock.toml", fs::path("/etc/clock/clock.toml")}) {
+    std::error_code error;
+    if (fs::exists(candidate, error))
+      return candidate;
+  }
+  return std::nullopt;
+}
+
+Settings resolve(const Flags& flags, const Environment& env) {
+  Settings settings;
+  if (auto file = locate_config_file(flags, env))
+    apply_file(settings, *file);
+
+  if (auto v = lookup(env, "CLOCK_DATABASE_URL"))
+    settings.database_url = *v;
+  if (auto v = lookup(env, "CLOCK_NAMESPACE")) {
+    settings.ns = validated_namespace(*v, "CLOCK_NAMESPACE");
+    settings.ns_given = true;
+  }
+  if (auto v = lookup(env, "CLOCK_OWNER"))
+    settings.owner = *v;
+  if (auto v = lookup(env, "CLOCK_LOG_LEVEL"))
+    settings.log_level = *v;
+
+  if (flags.database_url)
+    settings.database_url = *flags.database_url;
+  if (flags.ns) {
+    settings.ns = validated_namespace(*flags.ns, "--namespace");
+    settings.ns_given = true;
+  }
+  if (flags.owner)
+    settings.owner = *flags.owner;
+  if (flags.log_level)
+    settings.log_level = *flags.log_level;
+  if (flags.log_format) {
+    if (*flags.log_format != "text" && *flags.log_format != "json") {
+      throw Error(ExitCode::usage,
+                  "invalid --log-format '" + *flags.log_format + "': use text or json");
+    }
+    settings.log_format = *flags.log_format == "json" ? LogFormat::json : LogFormat::text;
+  }
+
+  check_log_level(settings.log_level,
+                  flags.log_level ? "--log-level" : "CLOCK_LOG_LEVEL or config");
+  if (settings.database_url.empty())
+    settings.database_url = default_database_url(env);
+  return settings;
+}
+
+}  // namespace clk::config

@@ -1,0 +1,62 @@
+// Settings: built-in defaults < the TOML config file < environment < flags
+// (SPEC §2). Every key of the file is documented in config/clock.toml.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace clk::config {
+
+using std::chrono::milliseconds;
+
+enum class LogFormat { text, json };
+
+struct Settings {
+  std::string database_url;          // empty means the default SQLite file
+  std::string ns;                    // "" is the global namespace
+  bool ns_given = false;             // set by flag, env or file (status filters on it)
+  std::optional<std::string> owner;  // CLOCK_OWNER / --owner
+  std::string log_level = "warn";    // trace, debug, info, warn, error, off
+  LogFormat log_format = LogFormat::text;
+  milliseconds ttl{90'000};
+  std::optional<milliseconds> heartbeat;  // none: a third of the TTL
+  milliseconds kill_after{10'000};
+  milliseconds connect_timeout{5'000};
+  std::string pg_schema = "clock";
+  std::optional<milliseconds> history_retention;  // gc prunes history older than this
+  int gc_batch_size = 1000;
+  bool allow_network_filesystem = false;
+  std::filesystem::path config_file;  // the file that was read, if any
+};
+
+// What the command line said; unset fields fall through to env, file, defaults.
+struct Flags {
+  std::optional<std::string> config_file;
+  std::optional<std::string> database_url;
+  std::optional<std::string> ns;
+  std::optional<std::string> owner;
+  std::optional<std::string> log_level;
+  std::optional<std::string> log_format;
+};
+
+using Environment = std::map<std::string, std::string>;
+
+// The process environment as a map (only the variables clock reads).
+Environment process_environment();
+
+// The config file to read: --config, else $CLOCK_CONFIG (both must exist),
+// else the first of $XDG_CONFIG_HOME/clock/clock.toml (or ~/.config/…) and
+// /etc/clock/clock.toml that exists; none if no file is found.
+std::optional<std::filesystem::path> locate_config_file(const Flags& flags, const Environment& env);
+
+// Resolves the settings. Throws clk::Error(config) naming file, line and key
+// for an unreadable or invalid file, clk::Error(usage) for a bad flag value.
+Settings resolve(const Flags& flags, const Environment& env);
+
+// The default SQLite database URL: sqlite:${XDG_STATE_HOME:-$HOME/.local/state}/clock/clock.db.
+std::string default_database_url(const Environment& env);
+
+}  // namespace clk::config

@@ -1,0 +1,44 @@
+// What the lock table holds: leases (granted locks) and waiters (queued
+// requests), as the stores report them. Instants are on the database's clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lock/mode.hpp"
+#include "lock/owner.hpp"
+#include "lock/resource.hpp"
+
+namespace clk::lock {
+
+using Token = std::int64_t;
+using Instant = std::chrono::system_clock::time_point;
+
+struct Lease {
+  std::string ns;
+  Resource resource;
+  OwnerId owner;
+  OwnerInfo info;
+  Mode mode = Mode::exclusive;
+  int slots = 0;  // 0: a plain lock; N > 0: one of up to N semaphore holders
+  Token token = 0;
+  int depth = 1;  // re-entry count
+  Instant acquired_at{};
+  Instant renewed_at{};
+  std::optional<Instant> expires_at;  // none: --ttl 0, no expiry
+};
+
+struct Waiter {
+  std::string ns;
+  Resource resource;
+  OwnerId owner;
+  OwnerInfo info;
+  Mode mode = Mode::exclusive;
+  int slots = 0;
+  std::int64_t position = 0;  // queue order: smaller is earlier
+  Instant since{};
+};
+
+}  // namespace clk::lock

@@ -1,0 +1,39 @@
+// Who holds or waits for a lock: a 128-bit id in UUID text form, plus the facts
+// an operator needs to find the process (SPEC §1).
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace clk::lock {
+
+class OwnerId {
+ public:
+  // Validates 8-4-4-4-12 hex digits and normalises to lower case; throws
+  // clk::Error(usage) otherwise.
+  static OwnerId parse(std::string_view text);
+  // Wraps an id already known to be valid (read back from the database).
+  static OwnerId trusted(std::string text) { return OwnerId(std::move(text)); }
+  OwnerId() = default;  // empty: not yet known
+
+  const std::string& str() const { return m_text; }
+  auto operator<=>(const OwnerId&) const = default;
+
+ private:
+  explicit OwnerId(std::string text) : m_text(std::move(text)) {}
+  std::string m_text;
+};
+
+struct OwnerInfo {
+  std::string host;
+  std::string ip;
+  std::int64_t pid = 0;
+  std::string user;
+  std::string command;  // the wrapped command line, shown verbatim (escaped on output)
+  std::chrono::system_clock::time_point started{};
+};
+
+}  // namespace clk::lock

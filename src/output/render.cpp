@@ -1,0 +1,267 @@
+// Text, JSON and shell renderings of grants, status, history and gc reports.
+// JSON is built with nlohmann::json so that every string is escaped correctly.
+#include "output/render.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "output/text.hpp"
+#include "util/duration.hpp"
+
+namespace clk::output {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using namespace std::chrono;
+
+std::int64_t ms_between(lock::Instant from, lock::Instant to) {
+  return duration_cast<milliseconds>(to - from).count();
+}
+
+std::string tokens_joined(const std::vector<store::Grant>& grants) {
+  std::string out;
+  for (const auto& grant : grants) {
+    if (!out.empty())
+      out += ",";
+    out += std::to_string(grant.token);
+  }
+  return out;
+}
+
+json owner_json(const lock::OwnerInfo& info) {
+  return {{"host", info.host},
+          {"ip", info.ip},
+          {"pid", info.pid},
+          {"user", info.user},
+          {"command", info.command}};
+}
+
+json lease_json(const lock::Lease& lease, lock::Instant now, bool expired) {
+  json out = {{"namespace", lease.ns},      {"resource", lease.resource.str()},
+              {"owner", lease.owner.str()}, {"mode", lock::to_string(lease.mode)},
+              {"slots", lease.slots},       {"token", lease.token},
+              {"depth", lease.depth}};
+  out.update(owner_json(lease.info));
+  out["acquired_at"] = iso8601(lease.acquired_at);
+  out["renewed_at"] = iso8601(lease.renewed_at);
+  out["expires_at"] = lease.expires_at ? json(iso8601(*lease.expires_at)) : json(nullptr);
+  out["held_for_ms"] = ms_between(lease.acquired_at, now);
+  out["expires_in_ms"] =
+      lease.expires_at ? json(ms_between(now, *lease.expires_at)) : json(nullptr);
+  out["expired"] = expired;
+  return out;
+}
+
+json waiter_json(const lock::Waiter& waiter, lock::Instant now) {
+  json out = {{"namespace", waiter.ns},      {"resource", waiter.resource.str()},
+              {"owner", waiter.owner.str()}, {"mode", lock::to_string(waiter.mode)},
+              {"slots", waiter.slots},       {"position", waiter.position}};
+  out.update(owner_json(waiter.info));
+  out["since"] = iso8601(waiter.since);
+  out["waited_ms"] = ms_between(waiter.since, now);
+  return out;
+}
+
+std::string mode_cell(lock::Mode mode, int slots) {
+  std::string text(lock::to_string(mode));
+  return slots > 0 ? "semaphore/" + std::to_string(slots) : text;
+}
+
+std::string render_prometheus(const store::Snapshot& snapshot);  // below
+
+std::string resource_cell(const std::string& ns, const lock::Resource& resource) {
+  return ns.empty() ? resource.str() : ns + ":" + resource.str();
+}
+
+}  // namespace
+
+std::string render_grants(const lock::OwnerId& owner, const std::vector<store::Grant>& grants,
+                          Format format) {
+  if (format == Format::json) {
+    json list = json::array();
+    for (const auto& grant : grants) {
+      list.push_back(
+          {{"resource", grant.resource.str()}, {"token", grant.token}, {"depth", grant.depth}});
+    }
+    json out = {{"owner", owner.str()},
+                {"token", grants.empty() ? 0 : grants.front().token},
+                {"grants", list}};
+    return out.dump() + "\n";
+  }
+  if (format == Format::shell) {
+    // Owner ids are UUIDs and tokens digits: nothing here needs shell quoting.
+    return "export CLOCK_OWNER=" + owner.str() + " CLOCK_TOKEN=" + tokens_joined(grants) + "\n";
+  }
+  std::string out = "owner " + owner.str() + "\n";
+  for (const auto& grant : grants) {
+    out += grant.resource.str() + " token " + std::to_string(grant.token);
+    if (grant.depth > 1)
+      out += " (re-entered, depth " + std::to_string(grant.depth) + ")";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_status(const store::Snapshot& snapshot, Format format) {
+  if (format == Format::prometheus)
+    return render_prometheus(snapshot);
+  if (format == Format::json) {
+    json holders = json::array();
+    for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
+      bool expired = i < snapshot.holder_expired.size() && snapshot.holder_expired[i];
+      holders.push_back(lease_json(snapshot.holders[i], snapshot.now, expired));
+    }
+    json waiters = json::array();
+    for (const auto& waiter : snapshot.waiters)
+      waiters.push_back(waiter_json(waiter, snapshot.now));
+    json out = {{"now", iso8601(snapshot.now)}, {"holders", holders}, {"waiters", waiters}};
+    return out.dump(2) + "\n";
+  }
+  if (snapshot.holders.empty() && snapshot.waiters.empty())
+    return "no locks held\n";
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
+    const auto& lease = snapshot.holders[i];
+    std::string expires = "never";
+    if (lease.expires_at) {
+      auto left = milliseconds(ms_between(snapshot.now, *lease.expires_at));
+      expires = left.count() > 0 ? "in " + util::format_duration(left)
+                                 : "expired " + util::format_duration(-left) + " ago";
+    }
+    rows.push_back(
+        {resource_cell(lease.ns, lease.resource), "held", mode_cell(lease.mode, lease.slots),
+         escape_for_terminal(lease.info.host), std::to_string(lease.info.pid),
+         escape_for_terminal(lease.info.user), std::to_string(lease.token),
+         util::format_duration(milliseconds(ms_between(lease.acquired_at, snapshot.now))), expires,
+         escape_for_terminal(lease.info.command)});
+  }
+  for (const auto& waiter : snapshot.waiters) {
+    rows.push_back({resource_cell(waiter.ns, waiter.resource),
+                    "waiting #" + std::to_string(waiter.position),
+                    mode_cell(waiter.mode, waiter.slots), escape_for_terminal(waiter.info.host),
+                    std::to_string(waiter.info.pid), escape_for_terminal(waiter.info.user), "-",
+                    util::format_duration(milliseconds(ms_between(waiter.since, snapshot.now))),
+                    "-", escape_for_terminal(waiter.info.command)});
+  }
+  return table(
+      {"RESOURCE", "STATE", "MODE", "HOST", "PID", "USER", "TOKEN", "FOR", "EXPIRES", "COMMAND"},
+      rows);
+}
+
+namespace {
+
+// Label values in the text exposition format escape \\, \" and newlines.
+std::string label_value(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
+
+struct ResourceMetrics {
+  int holders = 0;
+  double oldest_age_seconds = 0;
+  std::optional<double> soonest_expiry_seconds;
+  int waiters = 0;
+};
+
+std::string render_prometheus(const store::Snapshot& snapshot) {
+  std::map<std::pair<std::string, std::string>, ResourceMetrics> metrics;
+  for (const auto& lease : snapshot.holders) {
+    auto& m = metrics[{lease.ns, lease.resource.str()}];
+    ++m.holders;
+    m.oldest_age_seconds =
+        std::max(m.oldest_age_seconds, ms_between(lease.acquired_at, snapshot.now) / 1000.0);
+    if (lease.expires_at) {
+      double left = ms_between(snapshot.now, *lease.expires_at) / 1000.0;
+      m.soonest_expiry_seconds = std::min(m.soonest_expiry_seconds.value_or(left), left);
+    }
+  }
+  for (const auto& waiter : snapshot.waiters)
+    ++metrics[{waiter.ns, waiter.resource.str()}].waiters;
+  struct Family {
+    const char* name;
+    const char* help;
+    std::function<std::optional<double>(const ResourceMetrics&)> value;
+  };
+  const Family families[] = {
+      {"clock_lock_holders", "Live leases held on the resource.",
+       [](const ResourceMetrics& m) { return std::optional<double>(m.holders); }},
+      {"clock_lease_age_seconds", "Age of the oldest live lease on the resource.",
+       [](const ResourceMetrics& m) {
+         return m.holders ? std::optional(m.oldest_age_seconds) : std::nullopt;
+       }},
+      {"clock_lease_expires_in_seconds", "Seconds until the soonest lease on the resource expires.",
+       [](const ResourceMetrics& m) { return m.soonest_expiry_seconds; }},
+      {"clock_waiters", "Requests queued for the resource.",
+       [](const ResourceMetrics& m) { return std::optional<double>(m.waiters); }},
+  };
+  std::string out;
+  for (const auto& family : families) {
+    out += std::string("# HELP ") + family.name + " " + family.help + "\n";
+    out += std::string("# TYPE ") + family.name + " gauge\n";
+    for (const auto& [key, m] : metrics) {
+      auto value = family.value(m);
+      if (!value)
+        continue;
+      char number[64];
+      std::snprintf(number, sizeof number, "%.3f", *value);
+      out += std::string(family.name) + "{namespace=\"" + label_value(key.first) +
+             "\",resource=\"" + label_value(key.second) + "\"} " + number + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_history(const std::vector<store::HistoryEvent>& events, Format format) {
+  if (format == Format::json) {
+    json list = json::array();
+    for (const auto& event : events) {
+      json item = {{"id", event.id},
+                   {"at", iso8601(event.at)},
+                   {"event", store::to_string(event.kind)},
+                   {"namespace", event.ns},
+                   {"resource", event.resource.str()},
+                   {"owner", event.owner.str()},
+                   {"mode", lock::to_string(event.mode)},
+                   {"token", event.token}};
+      item.update(owner_json(event.info));
+      item["held_for_ms"] = event.held_for ? json(event.held_for->count()) : json(nullptr);
+      item["by"] = event.by.empty() ? json(nullptr) : json(event.by);
+      list.push_back(item);
+    }
+    return json{{"events", list}}.dump(2) + "\n";
+  }
+  if (events.empty())
+    return "no history\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& event : events) {
+    std::string what(store::to_string(event.kind));
+    if (!event.by.empty())
+      what += " by " + escape_for_terminal(event.by);
+    rows.push_back({iso8601(event.at), what, resource_cell(event.ns, event.resource),
+                    escape_for_terminal(event.info.host), std::to_string(event.info.pid),
+                    std::to_string(event.token),
+                    event.held_for ? util::format_duration(*event.held_for) : "-",
+                    escape_for_terminal(event.info.command)});
+  }
+  return table({"AT", "EVENT", "RESOURCE", "HOST", "PID", "TOKEN", "HELD", "COMMAND"}, rows);
+}
+
+std::string render_gc(const store::GcReport& report, bool dry_run) {
+  std::string verb = dry_run ? "would remove " : "removed ";
+  return verb + std::to_string(report.expired_leases) + " expired lease(s), " +
+         std::to_string(report.dead_waiters) + " dead waiter(s), " +
+         std::to_string(report.history_rows) + " history row(s)\n";
+}
+
+}  // namespace clk::output

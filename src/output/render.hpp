@@ -1,0 +1,27 @@
+// Renderers for what the commands print on stdout. They return text; only
+// cmd/ writes it out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace clk::output {
+
+enum class Format { text, json, shell, table, prometheus };
+
+// `clock acquire`: the owner id and the tokens, as text, JSON or shell exports.
+std::string render_grants(const lock::OwnerId& owner, const std::vector<store::Grant>& grants,
+                          Format format);
+
+// `clock status`: holders and waiters, as a table or JSON (schema in README).
+std::string render_status(const store::Snapshot& snapshot, Format format);
+
+// `clock history`: newest first, as a table or JSON.
+std::string render_history(const std::vector<store::HistoryEvent>& events, Format format);
+
+// `clock gc`: what was (or, with --dry-run, would be) removed.
+std::string render_gc(const store::GcReport& report, bool dry_run);
+
+}  // namespace clk::output

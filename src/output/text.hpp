@@ -1,0 +1,24 @@
+// Small text helpers for everything shown to people: escaping stored data so
+// that it cannot drive the terminal, instants, and aligned tables.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lock/lease.hpp"
+
+namespace clk::output {
+
+// Control characters (and DEL) become \xNN, backslashes \\: a command line
+// holding escape sequences is shown, never obeyed.
+std::string escape_for_terminal(std::string_view text);
+
+// ISO 8601 in UTC with milliseconds: 2026-11-22T19:40:03.123Z.
+std::string iso8601(lock::Instant instant);
+
+// Renders rows as columns padded to their widest cell, two spaces apart.
+std::string table(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace clk::output

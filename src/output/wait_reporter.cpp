@@ -1,0 +1,61 @@
+// Progress of a wait on stderr.
+#include "output/wait_reporter.hpp"
+
+#include <cstdio>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "output/text.hpp"
+#include "util/duration.hpp"
+
+namespace clk::output {
+
+using namespace std::chrono;
+
+namespace {
+constexpr auto k_first_report = seconds(1);   // "longer than a moment"
+constexpr auto k_log_interval = seconds(30);  // plain lines when not on a terminal
+constexpr auto k_tty_interval = milliseconds(250);
+}  // namespace
+
+WaitReporter::WaitReporter(bool quiet)
+    : m_quiet(quiet),
+      m_terminal(isatty(STDERR_FILENO) == 1 && std::getenv("TERM") != nullptr &&
+                 std::string_view(std::getenv("TERM")) != "dumb"),
+      m_next_report(steady_clock::now() + k_first_report) {}
+
+void WaitReporter::blocked(const store::Attempt& attempt, milliseconds waited) {
+  if (m_quiet)
+    return;
+  auto now = steady_clock::now();
+  auto blocker = escape_for_terminal(store::describe_blockers(attempt, system_clock::now()));
+  bool changed = blocker != m_last_blocker;
+  if (now < m_next_report && !(changed && m_line_shown))
+    return;
+  m_last_blocker = blocker;
+  if (m_terminal) {
+    std::fprintf(stderr, "\r\033[Kclock: waiting %s: %s", util::format_duration(waited).c_str(),
+                 blocker.c_str());
+    std::fflush(stderr);
+    m_line_shown = true;
+    m_next_report = now + k_tty_interval;
+  } else {
+    spdlog::warn("waiting {}: {}", util::format_duration(waited), blocker);
+    m_line_shown = true;
+    m_next_report = now + k_log_interval;
+  }
+}
+
+steady_clock::time_point WaitReporter::next_report() const {
+  return m_quiet ? steady_clock::time_point::max() : m_next_report;
+}
+
+void WaitReporter::finished() {
+  if (m_terminal && m_line_shown) {
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace clk::output

@@ -1,0 +1,134 @@
+// The guard process: kills the child's process group when clock dies, exits
+// quietly when clock stands it down.
+#include "run/guard.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <system_error>
+#include <unistd.h>
+
+#include "error.hpp"
+#include "run/signals.hpp"
+
+namespace clk::run {
+
+namespace {
+
+constexpr int k_guard_fd = 3;
+
+void ignore_group_signals() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int signo : k_forwarded_signals)
+    sigaction(signo, &ignore, nullptr);
+  // It shares the child's group, so Ctrl-Z and background terminal access
+  // reach it too; only the child should stop.
+  for (int signo : {SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE})
+    sigaction(signo, &ignore, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// Keeps only the socket, as fd 3: the guard must not hold clock's database
+// connection, or a pipe a reader waits on, for longer than clock does.
+void close_all_but(int fd) {
+  if (fd != k_guard_fd) {
+    dup2(fd, k_guard_fd);
+    close(fd);
+  }
+  for (int low = 0; low < k_guard_fd; ++low)
+    close(low);
+  if (close_range(k_guard_fd + 1, ~0U, 0) != 0) {
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+      max = 65536;
+    for (int other = k_guard_fd + 1; other < max; ++other)
+      close(other);
+  }
+}
+
+[[noreturn]] void run_guard(int fd) {
+  ignore_group_signals();
+  setpgid(0, 0);
+  close_all_but(fd);
+  prctl(PR_SET_NAME, "clock-guard", 0, 0, 0);
+  char byte;
+  for (;;) {
+    ssize_t n = read(k_guard_fd, &byte, 1);
+    if (n == 1)
+      _exit(0);  // stood down: clock finished normally
+    if (n < 0 && errno == EINTR)
+      continue;
+    break;  // end-of-file or error: clock is gone
+  }
+  // Only ever our own group: never the group clock was started in, which may
+  // hold the rest of a pipeline.
+  if (getpgrp() == getpid())
+    kill(0, SIGKILL);
+  _exit(0);
+}
+
+[[noreturn]] void fail(const char* what) {
+  throw Error(ExitCode::cannot_execute, std::string("cannot start the command's guard process: ") +
+                                            what + ": " + std::generic_category().message(errno) +
+                                            "; check the process limits");
+}
+
+}  // namespace
+
+Guard::Guard() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    fail("socketpair");
+  pid_t pid = fork();
+  if (pid < 0) {
+    int saved = errno;
+    close(fds[0]);
+    close(fds[1]);
+    errno = saved;
+    fail("fork");
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    run_guard(fds[0]);
+  }
+  close(fds[0]);
+  m_pid = pid;
+  m_fd = fds[1];
+  // Here too, not only in the guard: the group must exist before the child is
+  // forked to join it, whichever process the scheduler runs first.
+  if (setpgid(pid, pid) != 0 && errno != EACCES) {
+    int saved = errno;
+    stand_down();
+    errno = saved;
+    fail("setpgid");
+  }
+}
+
+Guard::~Guard() {
+  stand_down();
+}
+
+void Guard::stand_down() {
+  if (m_fd >= 0) {
+    char byte = 'x';
+    // MSG_NOSIGNAL: the guard may already be dead (killed with the group);
+    // that must not raise SIGPIPE in clock.
+    send(m_fd, &byte, 1, MSG_NOSIGNAL);
+    close(m_fd);
+    m_fd = -1;
+  }
+  if (m_pid > 0) {
+    while (waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    m_pid = -1;
+  }
+}
+
+}  // namespace clk::run

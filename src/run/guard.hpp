@@ -1,0 +1,35 @@
+// The guard: a tiny process, forked before the child, that kills the child's
+// whole process group if clock dies. PR_SET_PDEATHSIG reaches the child only
+// (and not at all once it execs a set-uid program); the guard also catches the
+// grandchildren that stay in the group.
+#pragma once
+
+#include <sys/types.h>
+
+namespace clk::run {
+
+class Guard {
+ public:
+  // Forks the guard. It leads a new process group, which the child joins; it
+  // ignores the forwarded and job-control signals sent to that group, and
+  // waits on a socket whose other end only clock holds: end-of-file means
+  // clock died, so it sends SIGKILL to the group. Call with the relayed
+  // signals blocked and before any thread is started.
+  Guard();
+  ~Guard();  // stand_down()
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+
+  // The process group the child joins (the guard's pid).
+  pid_t process_group() const { return m_pid; }
+
+  // Clock is finishing normally: tells the guard to exit without killing
+  // anything, and reaps it. Idempotent.
+  void stand_down();
+
+ private:
+  pid_t m_pid = -1;
+  int m_fd = -1;  // clock's end of the socket pair, close-on-exec
+};
+
+}  // namespace clk::run

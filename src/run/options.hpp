@@ -1,0 +1,39 @@
+// What `clock run` needs to supervise a child: the command, its extra
+// environment, the lease timings and the lease-lost policy (SPEC §3).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace clk::run {
+
+using std::chrono::milliseconds;
+
+enum class LeaseLostPolicy { kill, warn };
+
+// What one renewal attempt found.
+enum class RenewOutcome {
+  renewed,      // the lease now lasts another TTL from the attempt's start
+  lost,         // the lease is gone or another owner's (not_owner): no retry helps
+  unavailable,  // the backend could not be asked, or the answer was lost: retry
+};
+
+struct RunOptions {
+  std::vector<std::string> argv;                 // the command and its arguments
+  std::map<std::string, std::string> extra_env;  // CLOCK_OWNER, CLOCK_RESOURCE, CLOCK_TOKEN
+  milliseconds ttl{90'000};                      // 0: no expiry, no renewals
+  milliseconds heartbeat{30'000};
+  milliseconds kill_after{10'000};
+  LeaseLostPolicy on_lease_lost = LeaseLostPolicy::kill;
+  std::string lease_name;  // for messages only: the resource name(s); may be empty
+};
+
+// Called on the heartbeat thread only; must not touch state the main thread
+// uses. A clk::Error(not_owner) it throws counts as `lost`, any other
+// exception as `unavailable`.
+using Renew = std::function<RenewOutcome()>;
+
+}  // namespace clk::run

@@ -1,0 +1,225 @@
+// The main loop of `clock run`: wait for the child while forwarding signals,
+// watch the lease deadline, apply --on-lease-lost, and turn the end into an
+// exit status.
+#include "run/supervise.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <poll.h>
+#include <string>
+#include <sys/wait.h>
+
+#include <spdlog/spdlog.h>
+
+#include "error.hpp"
+#include "run/guard.hpp"
+#include "run/heartbeat.hpp"
+#include "run/signals.hpp"
+#include "run/spawn.hpp"
+#include "run/terminal.hpp"
+#include "util/duration.hpp"
+
+namespace clk::run {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using util::format_duration;
+
+std::string signal_name(int signo) {
+  const char* abbrev = sigabbrev_np(signo);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+// One supervised child, from spawn to reaping.
+class Supervision {
+ public:
+  Supervision(const RunOptions& options, pid_t child, pid_t group, SignalRelay& relay,
+              Heartbeat* heartbeat, TerminalHandover& terminal)
+      : m_options(options),
+        m_child(child),
+        m_group(group),
+        m_relay(relay),
+        m_heartbeat(heartbeat),
+        m_terminal(terminal) {}
+
+  // Runs until the child is reaped; returns the status clock exits with.
+  int run() {
+    for (;;) {
+      if (auto wait_status = reap())
+        return finish(*wait_status);
+      Clock::time_point now = Clock::now();
+      check_lease(now);
+      escalate(now);
+      pollfd fds[2] = {{m_relay.fd(), POLLIN, 0},
+                       {m_heartbeat ? m_heartbeat->fd() : -1, POLLIN, 0}};
+      poll(fds, 2, poll_timeout(Clock::now()));  // EINTR: just go round again
+      if (m_heartbeat)
+        m_heartbeat->clear_news();
+      forward_signals();
+    }
+  }
+
+ private:
+  // The child's wait status once it has exited; a stop is handled here.
+  std::optional<int> reap() {
+    int wait_status = 0;
+    pid_t pid = waitpid(m_child, &wait_status, WNOHANG | WUNTRACED);
+    if (pid < 0 && errno == EINTR)
+      return std::nullopt;
+    if (pid < 0) {
+      throw Error(ExitCode::internal,
+                  "lost track of the command's process: waitpid: " + std::string(strerror(errno)));
+    }
+    if (pid == 0)
+      return std::nullopt;
+    if (!WIFSTOPPED(wait_status))
+      return wait_status;
+    if (m_kill_at) {
+      signal_group(SIGCONT);  // a stopped child would never see the SIGTERM
+    } else {
+      m_terminal.suspend_with_child(m_group, WSTOPSIG(wait_status));
+    }
+    return std::nullopt;
+  }
+
+  int finish(int wait_status) {
+    if (!m_kill_at)
+      return exit_status_of(wait_status);
+    // The lease is gone: nothing of the command's group may outlive the child.
+    signal_group(SIGKILL);
+    return exit_status(ExitCode::lease_lost);
+  }
+
+  std::string lease() const {
+    return m_options.lease_name.empty() ? "the lease" : "the lease on " + m_options.lease_name;
+  }
+
+  void check_lease(Clock::time_point now) {
+    if (!m_heartbeat || m_kill_at)
+      return;
+    bool lost = m_heartbeat->lost();
+    Clock::time_point last = m_heartbeat->last_renewal_start();
+    if (!lost && now < lease_deadline(last, m_options.ttl, m_options.kill_after)) {
+      if (m_warned)
+        spdlog::warn("{} was renewed again", lease());
+      m_warned = false;
+      return;
+    }
+    std::string why =
+        lost ? lease() + " was lost: it expired, was released by force, or is another owner's"
+             : lease() + " was not renewed in time (the last renewal started " +
+                   format_duration(std::chrono::duration_cast<milliseconds>(now - last)) +
+                   " ago; is the database reachable, or was clock paused?)";
+    if (m_options.on_lease_lost == LeaseLostPolicy::kill) {
+      stop_child(why, now);
+    } else if (!m_warned) {
+      spdlog::warn("{}; the command keeps running (--on-lease-lost warn), unprotected by the lock",
+                   why);
+      m_warned = true;
+    }
+  }
+
+  void stop_child(const std::string& why, Clock::time_point now) {
+    spdlog::error("{}; stopping the command: SIGTERM to its process group now, SIGKILL after {}",
+                  why, format_duration(m_options.kill_after));
+    signal_group(SIGTERM);
+    signal_group(SIGCONT);  // as timeout(1) does: a stopped child must see the SIGTERM
+    m_kill_at = now + m_options.kill_after;
+    m_heartbeat->request_stop();
+  }
+
+  void escalate(Clock::time_point now) {
+    if (!m_kill_at || m_killed || now < *m_kill_at)
+      return;
+    spdlog::warn("the command did not exit within {} of SIGTERM; sending SIGKILL",
+                 format_duration(m_options.kill_after));
+    signal_group(SIGKILL);
+    m_killed = true;
+  }
+
+  // Milliseconds until the next thing the loop must do by itself; -1: none.
+  int poll_timeout(Clock::time_point now) const {
+    std::optional<Clock::time_point> wake;
+    if (m_kill_at) {
+      if (!m_killed)
+        wake = *m_kill_at;
+    } else if (m_heartbeat && !m_warned) {
+      wake = lease_deadline(m_heartbeat->last_renewal_start(), m_options.ttl, m_options.kill_after);
+    }
+    if (!wake)
+      return -1;
+    auto left = std::chrono::ceil<milliseconds>(*wake - now).count();
+    return static_cast<int>(std::clamp<decltype(left)>(left, 0, INT_MAX));
+  }
+
+  void forward_signals() {
+    for (int signo : m_relay.drain()) {
+      if (signo == SIGCHLD)
+        continue;  // reap() looks every time round
+      spdlog::debug("forwarding {} to the command's process group", signal_name(signo));
+      signal_group(signo);
+    }
+  }
+
+  void signal_group(int signo) { kill(-m_group, signo); }
+
+  const RunOptions& m_options;
+  const pid_t m_child;
+  const pid_t m_group;
+  SignalRelay& m_relay;
+  Heartbeat* m_heartbeat;  // null with --ttl 0: no renewals, no deadline
+  TerminalHandover& m_terminal;
+  bool m_warned = false;                       // --on-lease-lost warn has said so
+  std::optional<Clock::time_point> m_kill_at;  // set once the child is being stopped
+  bool m_killed = false;                       // SIGKILL sent
+};
+
+}  // namespace
+
+int supervise(const RunOptions& options, const Renew& renew,
+              Clock::time_point first_renewal_start) {
+  check_timing(options);
+  Command command(options.argv, options.extra_env);
+  SignalRelay relay;
+  TerminalHandover terminal;
+  std::optional<Guard> guard;
+  Spawned spawned;
+  {
+    // Both forks before any thread; no handler runs in either before exec.
+    BlockedSignals blocked;
+    guard.emplace();
+    spawned =
+        spawn(command, {guard->process_group(), terminal.active(), &relay, &blocked.previous()});
+  }
+  pid_t group = guard->process_group();
+  terminal.give_to(group);  // the child took it already; this records it
+  if (spawned.pid < 0)
+    return spawned.status;
+
+  std::optional<Heartbeat> heartbeat;
+  if (options.ttl > milliseconds::zero()) {
+    try {
+      heartbeat.emplace(renew, options.heartbeat, first_renewal_start);
+    } catch (...) {
+      // Never leave the command running without renewals.
+      kill(-group, SIGKILL);
+      while (waitpid(spawned.pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw;
+    }
+  }
+  int status =
+      Supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr, terminal)
+          .run();
+  heartbeat.reset();
+  terminal.take_back();
+  guard->stand_down();
+  return status;
+}
+
+}  // namespace clk::run

@@ -1,0 +1,92 @@
+// Lease arithmetic for `clock run`: margins, deadlines, backoff, and the
+// message that refuses a TTL too short to be safe.
+#include "run/timing.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "error.hpp"
+#include "util/duration.hpp"
+
+namespace clk::run {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr milliseconds k_min_margin = 100ms;
+constexpr milliseconds k_max_margin = 5s;
+constexpr milliseconds k_min_retry = 200ms;
+
+bool leaves_room(milliseconds ttl, milliseconds heartbeat, milliseconds kill_after) {
+  return ttl > heartbeat + kill_after + safety_margin(ttl);
+}
+
+// Operators type whole seconds; suggest a value they can type and that works.
+milliseconds round_up_for_humans(milliseconds ttl) {
+  if (ttl < 1s)
+    return ttl;
+  return std::chrono::ceil<std::chrono::seconds>(ttl);
+}
+
+}  // namespace
+
+milliseconds safety_margin(milliseconds ttl) {
+  return std::clamp(ttl / 20, k_min_margin, k_max_margin);
+}
+
+std::chrono::steady_clock::time_point lease_deadline(
+    std::chrono::steady_clock::time_point last_renewal_start, milliseconds ttl,
+    milliseconds kill_after) {
+  return last_renewal_start + ttl - kill_after - safety_margin(ttl);
+}
+
+milliseconds minimum_ttl(milliseconds heartbeat, milliseconds kill_after) {
+  // ttl - safety_margin(ttl) never decreases as ttl grows, so the accepted
+  // TTLs are everything from some value up: binary-search for it.
+  milliseconds low{0};                                              // refused
+  milliseconds high = heartbeat + kill_after + k_max_margin + 1ms;  // accepted
+  while (high - low > 1ms) {
+    milliseconds mid = low + (high - low) / 2;
+    if (leaves_room(mid, heartbeat, kill_after)) {
+      high = mid;
+    } else {
+      low = mid;
+    }
+  }
+  return high;
+}
+
+void check_timing(const RunOptions& options) {
+  using util::format_duration;
+  if (options.ttl <= 0ms)
+    return;  // no expiry: nothing to renew, nothing to lose
+  if (options.heartbeat <= 0ms) {
+    throw Error(ExitCode::usage, "--heartbeat must be above 0 when the lease has a --ttl");
+  }
+  if (leaves_room(options.ttl, options.heartbeat, options.kill_after))
+    return;
+  throw Error(
+      ExitCode::usage,
+      fmt::format("--ttl {} is too short: the child must be stopped (--kill-after {} + {} "
+                  "margin) before the lease can expire, and renewals come every {}; use a "
+                  "--ttl of at least {} or shorten --kill-after/--heartbeat",
+                  format_duration(options.ttl), format_duration(options.kill_after),
+                  format_duration(safety_margin(options.ttl)), format_duration(options.heartbeat),
+                  format_duration(
+                      round_up_for_humans(minimum_ttl(options.heartbeat, options.kill_after)))));
+}
+
+milliseconds retry_delay(int attempt, milliseconds heartbeat, double jitter) {
+  milliseconds cap = std::max(heartbeat, 1ms);
+  milliseconds delay = std::min(std::max(heartbeat / 10, k_min_retry), cap);
+  for (int i = 1; i < attempt && delay < cap; ++i)
+    delay = std::min(delay * 2, cap);
+  jitter = std::clamp(jitter, 0.5, 1.0);
+  auto scaled =
+      milliseconds(static_cast<milliseconds::rep>(static_cast<double>(delay.count()) * jitter));
+  return std::max(scaled, 1ms);
+}
+
+}  // namespace clk::run

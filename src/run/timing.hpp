@@ -1,0 +1,38 @@
+// The lease arithmetic of `clock run`, pure: the safety margin, the local
+// deadline for stopping the child, renewal backoff, and the start-up check
+// that a TTL leaves room for all of it.
+#pragma once
+
+#include <chrono>
+
+#include "run/options.hpp"
+
+namespace clk::run {
+
+// The safety margin subtracted from the lease-lost deadline besides
+// --kill-after: covers scheduling delays and clock-rate drift between this
+// host and the database server. ttl/20, clamped to [100ms, 5s].
+milliseconds safety_margin(milliseconds ttl);
+
+// When the child must start being stopped, on the local steady clock: the
+// server counts the lease from a moment no earlier than the start of the
+// renewal attempt, so the child (given --kill-after to exit) is gone before
+// the lease could expire and be granted to someone else.
+std::chrono::steady_clock::time_point lease_deadline(
+    std::chrono::steady_clock::time_point last_renewal_start, milliseconds ttl,
+    milliseconds kill_after);
+
+// The smallest TTL that check_timing accepts for these settings.
+milliseconds minimum_ttl(milliseconds heartbeat, milliseconds kill_after);
+
+// Throws clk::Error(usage) when `ttl` is too short to renew in time and still
+// stop the child before the server could grant the lock to someone else.
+void check_timing(const RunOptions& options);
+
+// How long to wait before retry number `attempt` (1-based) after a renewal
+// found the backend unavailable: exponential from heartbeat/10 (at least
+// 200ms, at most the heartbeat), capped at the heartbeat, and scaled by
+// `jitter` in [0.5, 1] so that many clients do not retry in step.
+milliseconds retry_delay(int attempt, milliseconds heartbeat, double jitter);
+
+}  // namespace clk::run

@@ -1,0 +1,74 @@
+// Database URL → backend → Store, and password masking for anything shown.
+#include "store/open_store.hpp"
+
+#include <regex>
+
+#include "error.hpp"
+#include "store/postgres_store.hpp"
+#include "store/sqlite_store.hpp"
+
+namespace clk::store {
+
+namespace {
+
+bool starts_with(const std::string& text, std::string_view prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+Backend backend_of(const std::string& url) {
+  if (starts_with(url, "sqlite:"))
+    return Backend::sqlite;
+  if (starts_with(url, "postgresql://") || starts_with(url, "postgres://"))
+    return Backend::postgres;
+  // A libpq keyword string: "host=… dbname=…" (or "service=…").
+  if (url.find('=') != std::string::npos && url.find("://") == std::string::npos) {
+    return Backend::postgres;
+  }
+  throw Error(ExitCode::config, "unsupported database URL '" + mask_password(url) +
+                                    "': use sqlite:/path/file.db, postgresql://… or a libpq "
+                                    "keyword string like 'host=db dbname=clock'");
+}
+
+std::string sqlite_path_of(const std::string& url) {
+  std::string path = url.substr(std::string_view("sqlite:").size());
+  if (starts_with(path, "//")) {
+    path.erase(0, 2);
+    if (!starts_with(path, "/")) {
+      throw Error(ExitCode::config, "invalid SQLite URL '" + url +
+                                        "': after sqlite:// comes an absolute path, as in "
+                                        "sqlite:///var/lib/clock/clock.db");
+    }
+  }
+  if (path.empty()) {
+    throw Error(ExitCode::config, "invalid SQLite URL '" + url + "': it names no file");
+  }
+  return path;
+}
+
+std::string mask_password(const std::string& url) {
+  // postgresql://user:secret@host → postgresql://user:****@host
+  static const std::regex k_userinfo(R"(^([a-z]+://[^:/@?#]*):[^@/?#]*@)");
+  // password=secret, password='a b', or ?password=secret in a URL query
+  static const std::regex k_keyword(R"((password\s*=\s*)('([^'\\]|\\.)*'|[^\s&]*))",
+                                    std::regex::icase);
+  std::string masked = std::regex_replace(url, k_userinfo, "$1:****@");
+  return std::regex_replace(masked, k_keyword, "$1****");
+}
+
+std::unique_ptr<Store> open_store(const StoreOptions& options) {
+  switch (backend_of(options.url)) {
+    case Backend::sqlite:
+      return make_sqlite_store(options);
+    case Backend::postgres:
+      return make_postgres_store(options);
+  }
+  throw Error(ExitCode::internal, "unknown backend");
+}
+
+std::string schema_sql(Backend backend, const std::string& pg_schema) {
+  return backend == Backend::sqlite ? sqlite_schema_sql() : postgres_schema_sql(pg_schema);
+}
+
+}  // namespace clk::store

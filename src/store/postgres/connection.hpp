@@ -1,0 +1,73 @@
+// The one connection of a PostgresStore: opened with clock's defaults,
+// reopened after it broke, and the only place that sees libpqxx. Its
+// failures leave it as clk::Error: unavailable (69) for what a later call
+// may overcome, config (78) for what the configuration must fix, usage (64)
+// for arguments the SQL functions refuse, internal (70) for the rest.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clk::store::postgres {
+
+using Params = std::vector<std::optional<std::string>>;  // nullopt: SQL NULL
+
+// Whether a call may be sent again on a fresh connection after the first
+// one broke with the outcome unknown: only for calls that take effect once
+// however often they are sent.
+enum class Retry { if_broken, never };
+
+class Connection {
+ public:
+  Connection(std::string url, std::chrono::milliseconds connect_timeout);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Opens the connection unless it is open.
+  void open();
+
+  // Runs one statement with bound parameters (an unnamed statement, so it
+  // works through pgbouncer in transaction mode) in its own implicit
+  // transaction, and returns the text of the first column of its one row.
+  // `what` names the operation in messages ("renew").
+  std::string call(std::string_view what, const std::string& sql, const Params& params,
+                   Retry retry);
+
+  // Like call() but for a statement that may fail because the schema is
+  // missing: returns nullopt then (undefined table), instead of throwing.
+  std::optional<std::string> call_if_exists(const std::string& sql);
+
+  // Runs the migration script (several statements, simple protocol). A role
+  // that may not create what is missing gets clk::Error(config) pointing at
+  // `clock init`: waiting and retrying (unavailable) would not help. On any
+  // failure the connection is dropped: its session may be left inside the
+  // script's aborted transaction.
+  void run_migrations(const std::string& script);
+
+  // Waits until a notification on `channel` arrives or `timeout` passes. The
+  // first call on a connection only LISTENs and returns at once, so that the
+  // caller looks again before sleeping on a change it could have missed.
+  // Never throws: a broken connection is dropped (the next call reopens it)
+  // and the rest of the timeout slept away.
+  void await(const std::string& channel, std::chrono::steady_clock::duration timeout);
+
+ private:
+  struct Session;
+  Session& session();
+  void drop() noexcept;
+  // Runs body(Session&), translating libpqxx's exceptions (defined in the .cpp).
+  template <typename Body>
+  auto guarded(std::string_view what, Retry retry, Body&& body);
+
+  std::string m_url;
+  std::string m_conninfo;  // m_url with clock's defaults
+  std::string m_target;    // "host:port" for messages
+  std::unique_ptr<Session> m_session;
+};
+
+}  // namespace clk::store::postgres

@@ -1,0 +1,41 @@
+// The replies of the SQL functions of sql/postgres (jsonb, instants in
+// microseconds since the Unix epoch) as the Store's types. A reply that does
+// not parse is a bug: clk::Error(internal).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace clk::store::postgres {
+
+// A resource and why an operation did not apply to it ("expired", …).
+using Refusal = std::pair<std::string, std::string>;
+
+// try_acquire(): the attempt, or the lock model's refusal.
+struct AcquireReply {
+  Attempt attempt;
+  std::string refusal;  // "slots_mismatch" or "upgrade"; empty when there is none
+  std::string resource;
+  int slots = 0;        // the request's
+  int other_slots = 0;  // the holders' or waiters' (slots_mismatch)
+};
+AcquireReply parse_acquire(const std::string& json);
+
+// renew(): empty when renewed, else the resources lost ("gone", "expired", "token").
+std::vector<Refusal> parse_renew(const std::string& json);
+
+// release() and force_release().
+struct ReleaseReply {
+  std::vector<Released> released;
+  std::vector<Refusal> refused;  // release(): "expired", "other_owner", "not_held"
+};
+ReleaseReply parse_release(const std::string& json);
+
+Snapshot parse_status(const std::string& json);
+std::vector<HistoryEvent> parse_history(const std::string& json);
+GcReport parse_gc(const std::string& json);
+
+}  // namespace clk::store::postgres

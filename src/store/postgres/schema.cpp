@@ -1,0 +1,127 @@
+// Schema-name validation and the migration script built from the embedded
+// sql/postgres migrations.
+#include "store/postgres/schema.hpp"
+
+#include <algorithm>
+
+#include "error.hpp"
+#include "store/migration.hpp"
+
+namespace clk::store::postgres {
+
+namespace {
+
+constexpr std::size_t k_max_schema_length = 55;
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// Dollar-quotes a migration's text for EXECUTE inside a DO block.
+std::string dollar_quoted(const std::string& sql, int version) {
+  std::string tag = "$clock_" + std::to_string(version) + "$";
+  if (sql.find("$clock") != std::string::npos) {
+    throw Error(ExitCode::internal, "migration " + std::to_string(version) +
+                                        " contains the reserved dollar-quote tag $clock");
+  }
+  return tag + "\n" + sql + tag;
+}
+
+}  // namespace
+
+void validate_schema_name(const std::string& schema) {
+  bool valid = !schema.empty() && schema.size() <= k_max_schema_length &&
+               !schema.starts_with("pg_") && !(schema[0] >= '0' && schema[0] <= '9');
+  valid = valid && std::all_of(schema.begin(), schema.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+          });
+  if (!valid) {
+    std::string shown = schema.substr(0, 64);
+    std::replace_if(
+        shown.begin(), shown.end(), [](char c) { return c < 0x20 || c >= 0x7f; }, '?');
+    throw Error(ExitCode::config,
+                "invalid PostgreSQL schema name '" + shown +
+                    "': use lower-case letters, digits and '_', starting with a letter or '_', "
+                    "at most 55 characters, not starting with pg_ (setting postgres.schema)");
+  }
+}
+
+std::string quoted(const std::string& schema) {
+  return "\"" + schema + "\"";
+}
+
+std::string notify_channel(const std::string& schema) {
+  return schema + "_changed";
+}
+
+std::string substitute(std::string_view sql, const std::string& schema) {
+  validate_schema_name(schema);
+  std::string text(sql);
+  replace_all(text, "@schema_name@", schema);
+  replace_all(text, "@schema@", quoted(schema));
+  return text;
+}
+
+int latest_version() {
+  int latest = 0;
+  for (const auto& migration : sql::postgres_migrations()) {
+    latest = std::max(latest, migration.version);
+  }
+  return latest;
+}
+
+std::string migration_script(const std::string& schema) {
+  validate_schema_name(schema);
+  const std::string q = quoted(schema);
+  std::string script =
+      "-- clock schema " + q + " for PostgreSQL, migrations 1 to " +
+      std::to_string(latest_version()) +
+      ".\n"
+      "-- One transaction: creates what is missing and applies each migration not yet\n"
+      "-- recorded in " +
+      q +
+      ".schema_migrations, so it is safe to run again.\n"
+      "-- Apply as the role that is to own the schema (not a superuser, ideally), e.g.\n"
+      "--   psql -v ON_ERROR_STOP=1 -f clock.sql\n"
+      "-- then grant access with sql/postgres/roles.sql.\n\n"
+      "BEGIN;\n"
+      "SELECT pg_advisory_xact_lock(" +
+      std::to_string(k_migration_lock_key) +
+      ");\n"
+      "DO $clock$\nBEGIN\n"
+      "  IF to_regnamespace('" +
+      q +
+      "') IS NULL THEN\n"
+      "    CREATE SCHEMA " +
+      q +
+      ";\n"
+      "  END IF;\n"
+      "  IF to_regclass('" +
+      q +
+      ".schema_migrations') IS NULL THEN\n"
+      "    CREATE TABLE " +
+      q +
+      ".schema_migrations (\n"
+      "      version    integer PRIMARY KEY,\n"
+      "      name       text NOT NULL,\n"
+      "      applied_at timestamptz NOT NULL DEFAULT now()\n"
+      "    );\n"
+      "  END IF;\n"
+      "END $clock$;\n";
+  for (const auto& migration : sql::postgres_migrations()) {
+    const std::string version = std::to_string(migration.version);
+    script += "\n-- " + std::string(migration.name) +
+              "\nDO $clock$\nBEGIN\n"
+              "  IF NOT EXISTS (SELECT FROM " +
+              q + ".schema_migrations WHERE version = " + version + ") THEN\n    EXECUTE " +
+              dollar_quoted(substitute(migration.sql, schema), migration.version) +
+              ";\n    INSERT INTO " + q + ".schema_migrations (version, name) VALUES (" + version +
+              ", '" + std::string(migration.name) + "');\n  END IF;\nEND $clock$;\n";
+  }
+  script += "\nCOMMIT;\n";
+  return script;
+}
+
+}  // namespace clk::store::postgres

@@ -1,0 +1,283 @@
+// PostgresStore: each operation is one call of a SQL function of
+// sql/postgres (see there for what each guarantees). This file turns requests
+// into bound parameters and replies into results and errors, and creates or
+// migrates the schema on first use.
+#include "store/postgres_store.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include "error.hpp"
+#include "store/postgres/connection.hpp"
+#include "store/postgres/rows.hpp"
+#include "store/postgres/schema.hpp"
+
+namespace clk::store {
+
+using namespace std::chrono;
+namespace pg = postgres;
+
+namespace {
+
+// A text[] literal of resource names ({"a","b.c"}); names hold no quotes.
+std::string text_array(const std::vector<lock::Resource>& resources) {
+  std::string out = "{";
+  for (const auto& resource : resources) {
+    out += (out.size() > 1 ? ",\"" : "\"") + resource.str() + "\"";
+  }
+  return out + "}";
+}
+
+std::string bigint_array(const std::vector<lock::Token>& tokens) {
+  std::string out = "{";
+  for (auto token : tokens)
+    out += (out.size() > 1 ? "," : "") + std::to_string(token);
+  return out + "}";
+}
+
+std::optional<std::string> microseconds_of(lock::Instant instant) {
+  if (instant == lock::Instant{})
+    return std::nullopt;  // unknown
+  return std::to_string(duration_cast<microseconds>(instant.time_since_epoch()).count());
+}
+
+std::string boolean(bool value) {
+  return value ? "true" : "false";
+}
+
+// A request id for a caller that gave none: 128 random bits in hex.
+std::string fresh_request_id() {
+  static thread_local std::mt19937_64 random{std::random_device{}()};
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string id;
+  for (int word = 0; word < 2; ++word) {
+    auto bits = random();
+    for (int i = 0; i < 16; ++i, bits >>= 4)
+      id += k_hex[bits & 0xf];
+  }
+  return id;
+}
+
+std::string slots_message(const pg::AcquireReply& reply) {
+  const std::string theirs = std::to_string(reply.other_slots);
+  const std::string ours = std::to_string(reply.slots);
+  if (reply.other_slots == 0) {
+    return reply.resource + " is held or awaited as a plain lock, but this request says --slots " +
+           ours + "; drop --slots or use another resource";
+  }
+  if (reply.slots == 0) {
+    return reply.resource + " is a semaphore of " + theirs + " slots: add --slots " + theirs;
+  }
+  return reply.resource + " is a semaphore of " + theirs +
+         " slots, but this request says --slots " + ours + "; use the same number";
+}
+
+std::string lost_message(const pg::Refusal& lost) {
+  const auto& [resource, reason] = lost;
+  std::string why = reason == "expired" ? "expired before this renewal"
+                    : reason == "token" ? "was lost and is now held under another token"
+                                        : "is gone (released, expired, or released by force)";
+  return "the lease on " + resource + " " + why + "; it cannot be renewed";
+}
+
+std::string refusal_message(const pg::Refusal& refused, const std::string& owner) {
+  const auto& [resource, reason] = refused;
+  if (reason == "expired") {
+    return "the lease on " + resource +
+           " had expired before this release; another owner may have held it since";
+  }
+  if (reason == "other_owner")
+    return resource + " is held by another owner, not by " + owner;
+  return "owner " + owner + " does not hold " + resource;
+}
+
+}  // namespace
+
+class PostgresStore::Impl {
+ public:
+  explicit Impl(const StoreOptions& options)
+      : m_schema(checked(options.pg_schema)), m_conn(options.url, options.connect_timeout) {
+    m_conn.open();
+  }
+
+  // One call of a schema function with bound parameters, as text.
+  std::string call(std::string_view what, std::string_view function, std::string_view arguments,
+                   const pg::Params& params, pg::Retry retry) {
+    ensure_schema();
+    std::string sql = "SELECT " + pg::quoted(m_schema) + "." + std::string(function) + "(" +
+                      std::string(arguments) + ")::text";
+    return m_conn.call(what, sql, params, retry);
+  }
+
+  void migrate() {
+    m_conn.run_migrations(pg::migration_script(m_schema));
+    m_schema_ready = true;
+  }
+
+  void wait_for_change(steady_clock::time_point until) {
+    auto now = steady_clock::now();
+    if (until <= now)
+      return;
+    // The fallback poll, jittered so that waiters woken together spread out.
+    std::uniform_int_distribution<int> poll_ms(200, 500);
+    auto slice = std::min<steady_clock::duration>(until - now, milliseconds(poll_ms(m_random)));
+    m_conn.await(pg::notify_channel(m_schema), slice);
+  }
+
+ private:
+  static std::string checked(const std::string& schema) {
+    pg::validate_schema_name(schema);
+    return schema;
+  }
+
+  // The first call checks the schema version (one round trip) and migrates
+  // when this binary knows newer migrations than the database has.
+  void ensure_schema() {
+    if (m_schema_ready)
+      return;
+    auto version = m_conn.call_if_exists("SELECT coalesce(max(version), 0)::text FROM " +
+                                         pg::quoted(m_schema) + ".schema_migrations");
+    if (!version || std::stoi(*version) < pg::latest_version())
+      migrate();
+    m_schema_ready = true;
+  }
+
+  std::string m_schema;
+  pg::Connection m_conn;
+  bool m_schema_ready = false;
+  std::minstd_rand m_random{std::random_device{}()};
+};
+
+PostgresStore::PostgresStore(const StoreOptions& options)
+    : m_impl(std::make_unique<Impl>(options)) {}
+
+PostgresStore::~PostgresStore() = default;
+
+Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
+  const std::string request_id =
+      request.request_id.empty() ? fresh_request_id() : request.request_id;
+  // Retried once after a dropped connection: the request id makes a grant
+  // that did take effect come back unchanged instead of re-entering.
+  auto reply = pg::parse_acquire(m_impl->call(
+      "acquire", "try_acquire",
+      "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
+      " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond'",
+      {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
+       std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
+       request_id, boolean(queue), request.info.host, request.info.ip,
+       std::to_string(request.info.pid), request.info.user, request.info.command,
+       microseconds_of(request.info.started)},
+      pg::Retry::if_broken));
+  if (reply.refusal == "slots_mismatch")
+    throw Error(ExitCode::usage, slots_message(reply));
+  if (reply.refusal == "upgrade") {
+    throw Error(ExitCode::usage, "this owner holds " + reply.resource +
+                                     " shared and cannot re-enter it exclusive; release it first");
+  }
+  return std::move(reply.attempt);
+}
+
+void PostgresStore::leave_queue(const LockRequest& request) {
+  std::optional<std::string> request_id;
+  if (!request.request_id.empty())
+    request_id = request.request_id;
+  m_impl->call("leaving the queue", "leave_queue", "$1, $2::text[], $3::uuid, $4",
+               {request.ns, text_array(request.resources), request.owner.str(), request_id},
+               pg::Retry::if_broken);
+}
+
+void PostgresStore::wait_for_change(steady_clock::time_point until) {
+  m_impl->wait_for_change(until);
+}
+
+void PostgresStore::renew(const RenewRequest& request) {
+  auto lost = pg::parse_renew(
+      m_impl->call("renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5",
+                   {request.ns, text_array(request.resources), request.owner.str(),
+                    bigint_array(request.tokens), std::to_string(request.ttl.count())},
+                   pg::Retry::if_broken));
+  if (!lost.empty())
+    throw Error(ExitCode::not_owner, lost_message(lost.front()));
+}
+
+std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
+  std::vector<std::string> failures;
+  pg::ReleaseReply reply;
+  if (request.force) {
+    reply = pg::parse_release(m_impl->call(
+        "forced release", "force_release", "$1, $2::text[], $3",
+        {request.ns, text_array(request.resources), request.forced_by}, pg::Retry::never));
+    std::erase_if(reply.released, [&](const Released& released) {
+      if (released.holders_removed > 0)
+        return false;
+      failures.push_back("nobody holds " + released.resource.str());
+      return true;
+    });
+  } else {
+    if (!request.owner) {
+      throw Error(ExitCode::usage, "release needs the owner id: --owner or CLOCK_OWNER");
+    }
+    reply = pg::parse_release(m_impl->call(
+        "release", "release", "$1, $2::text[], $3::uuid",
+        {request.ns, text_array(request.resources), request.owner->str()}, pg::Retry::never));
+    for (const auto& refused : reply.refused) {
+      failures.push_back(refusal_message(refused, request.owner->str()));
+    }
+  }
+  if (!failures.empty())
+    throw Error(ExitCode::not_owner, failures.front());
+  return std::move(reply.released);
+}
+
+Snapshot PostgresStore::status(const StatusQuery& query) {
+  std::optional<std::string> prefix;
+  if (query.prefix)
+    prefix = query.prefix->str();
+  return pg::parse_status(m_impl->call("status", "status", "$1, $2, $3",
+                                       {query.ns, prefix, boolean(query.include_expired)},
+                                       pg::Retry::if_broken));
+}
+
+std::vector<HistoryEvent> PostgresStore::history(const HistoryQuery& query) {
+  std::optional<std::string> prefix;
+  if (query.prefix)
+    prefix = query.prefix->str();
+  return pg::parse_history(m_impl->call("history", "history", "$1, $2, $3",
+                                        {query.ns, prefix, std::to_string(query.limit)},
+                                        pg::Retry::if_broken));
+}
+
+// One batch per call (and transaction), until a batch comes back short.
+GcReport PostgresStore::gc(const GcOptions& options) {
+  const int batch = std::max(1, options.batch_size);
+  std::optional<std::string> older_than;
+  if (options.history_older_than)
+    older_than = std::to_string(options.history_older_than->count());
+  GcReport total;
+  for (;;) {
+    GcReport report = pg::parse_gc(m_impl->call(
+        "gc", "gc_batch", "$1, $2, $3",
+        {std::to_string(batch), older_than, boolean(options.dry_run)}, pg::Retry::if_broken));
+    total.expired_leases += report.expired_leases;
+    total.dead_waiters += report.dead_waiters;
+    total.history_rows += report.history_rows;
+    bool short_batch =
+        report.expired_leases < batch && report.dead_waiters < batch && report.history_rows < batch;
+    if (options.dry_run || short_batch)
+      return total;
+  }
+}
+
+void PostgresStore::migrate() {
+  m_impl->migrate();
+}
+
+std::unique_ptr<Store> make_postgres_store(const StoreOptions& options) {
+  return std::make_unique<PostgresStore>(options);
+}
+
+std::string postgres_schema_sql(const std::string& pg_schema) {
+  return pg::migration_script(pg_schema);
+}
+
+}  // namespace clk::store

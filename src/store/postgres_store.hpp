@@ -1,0 +1,59 @@
+// The Store on PostgreSQL: many hosts, one lock table. A thin client of the
+// SQL functions of sql/postgres: every operation is one function call, so one
+// round trip and one transaction, with all lease arithmetic on the server.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/open_store.hpp"
+#include "store/store.hpp"
+
+namespace clk::store {
+
+// Connects with options.url: a postgresql:// URL or a libpq keyword string;
+// libpq's environment (PGHOST, PGPASSWORD…) and files (.pgpass, service
+// files) apply. Adds connect_timeout (options.connect_timeout) and TCP
+// keepalives unless the URL or the environment sets them. Throws
+// clk::Error: config (78) for an invalid pg_schema or a connection refused
+// for its credentials or database name, unavailable (69) for a server that
+// cannot be reached (the message names host and port, never the password).
+// The schema is created or migrated on first use where the role may.
+std::unique_ptr<Store> make_postgres_store(const StoreOptions& options);
+
+// The DDL of every PostgreSQL migration for schema `pg_schema`, as the one
+// idempotent script that `clock init` runs, for `clock init --print-sql`.
+// Throws clk::Error(config) for an invalid schema name.
+std::string postgres_schema_sql(const std::string& pg_schema);
+
+class PostgresStore final : public Store {
+ public:
+  explicit PostgresStore(const StoreOptions& options);
+  ~PostgresStore() override;
+  PostgresStore(const PostgresStore&) = delete;
+  PostgresStore& operator=(const PostgresStore&) = delete;
+
+  // A blocked attempt made with `queue` refreshes this owner's queue entries.
+  Attempt try_acquire(const LockRequest& request, bool queue) override;
+  void leave_queue(const LockRequest& request) override;
+  // LISTENs (once per connection) on the schema's channel and waits on the
+  // socket, at most a jittered 200-500 ms at a time: the fallback poll for
+  // when notifications do not arrive (pgbouncer in transaction mode).
+  void wait_for_change(std::chrono::steady_clock::time_point until) override;
+  // Idempotent: after a dropped connection it is retried once on a fresh one
+  // (the retry settles an outcome the first attempt left unknown).
+  void renew(const RenewRequest& request) override;
+  // Not retried after a dropped connection (a second try would undo another
+  // re-entry): throws unavailable; `clock status` shows what happened.
+  std::vector<Released> release(const ReleaseRequest& request) override;
+  Snapshot status(const StatusQuery& query) override;
+  std::vector<HistoryEvent> history(const HistoryQuery& query) override;
+  GcReport gc(const GcOptions& options) override;
+  void migrate() override;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace clk::store

@@ -1,0 +1,243 @@
+// SQLite connection, statements, transactions and error translation.
+#include "store/sqlite_db.hpp"
+
+#include <random>
+#include <thread>
+
+#include <sqlite3.h>
+
+#include "error.hpp"
+
+namespace clk::store::sqlite {
+
+namespace {
+
+// SQLite's default busy handler sleeps up to 100 ms between tries, which
+// serializes contending processes far more slowly than the lock is actually
+// held (well under a millisecond). Retry sooner, with jitter, until the
+// connection's deadline.
+int busy_handler(void* context, int attempt) {
+  auto* db = static_cast<Database*>(context);
+  if (attempt == 0)
+    db->arm_busy_deadline();
+  if (std::chrono::steady_clock::now() >= db->busy_deadline())
+    return 0;
+  thread_local std::minstd_rand random{std::random_device{}()};
+  int ceiling_us = std::min(2000, 50 << std::min(attempt, 5));
+  std::this_thread::sleep_for(std::chrono::microseconds(random() % ceiling_us + 20));
+  return 1;
+}
+
+bool is_local_file_failure(int primary) {
+  switch (primary) {
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_NOLFS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_busy(int rc) {
+  return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+}
+
+// SQLite returns SQLITE_BUSY without calling the busy handler in a few
+// places (switching a new file to WAL, WAL recovery, a read that would
+// deadlock): retry those here until the same deadline.
+template <typename Attempt>
+int retry_while_busy(std::chrono::milliseconds timeout, Attempt attempt) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  thread_local std::minstd_rand random{std::random_device{}()};
+  int rc = attempt();
+  for (int tries = 0; is_busy(rc) && std::chrono::steady_clock::now() < deadline; ++tries) {
+    int ceiling_us = std::min(5000, 100 << std::min(tries, 6));
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % ceiling_us + 50));
+    rc = attempt();
+  }
+  return rc;
+}
+
+}  // namespace
+
+Database::Database(std::string path, std::chrono::milliseconds busy_timeout)
+    : m_path(std::move(path)), m_busy_timeout(busy_timeout) {
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(m_db);
+    m_db = nullptr;
+    throw Error(ExitCode::local_database, "cannot open the SQLite database " + m_path + ": " + why +
+                                              " (check the path and its permissions)");
+  }
+  sqlite3_extended_result_codes(m_db, 1);
+  sqlite3_busy_handler(m_db, busy_handler, this);
+  try {
+    // WAL lets readers (status) run beside a writer; NORMAL sync is durable
+    // against a crash of clock, and a power loss also ends every holder here.
+    exec("PRAGMA journal_mode = WAL");
+    exec("PRAGMA synchronous = NORMAL");
+  } catch (...) {
+    sqlite3_close_v2(m_db);  // the destructor does not run for a throwing constructor
+    throw;
+  }
+}
+
+Database::~Database() {
+  sqlite3_close_v2(m_db);
+}
+
+void Database::exec(const char* sql) {
+  int rc = retry_while_busy(m_busy_timeout,
+                            [&] { return sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr); });
+  if (rc != SQLITE_OK)
+    fail(rc, sql);
+}
+
+Statement Database::prepare(const char* sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(m_db, sql, -1, &stmt, nullptr);
+  if (rc != SQLITE_OK)
+    fail(rc, "preparing a statement");
+  return Statement(*this, stmt);
+}
+
+std::int64_t Database::changes() const {
+  return sqlite3_changes(m_db);
+}
+
+std::int64_t Database::data_version() {
+  auto stmt = prepare("PRAGMA data_version");
+  stmt.step();
+  return stmt.integer(0);
+}
+
+void Database::fail(int rc, std::string_view what) const {
+  int primary = rc & 0xff;
+  std::string detail = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
+    throw Error(ExitCode::unavailable,
+                "the SQLite database " + m_path + " stayed locked by another process for " +
+                    std::to_string(m_busy_timeout.count() / 1000) + "s; try again");
+  }
+  if (is_local_file_failure(primary)) {
+    std::string hint = primary == SQLITE_FULL       ? "free some disk space"
+                       : primary == SQLITE_READONLY ? "make the file and its folder writable"
+                       : primary == SQLITE_NOTADB   ? "point --database at a clock database"
+                                                    : "check the file, its folder and the disk";
+    throw Error(ExitCode::local_database,
+                "the SQLite database " + m_path + " is unusable: " + detail + " (" + hint + ")");
+  }
+  throw Error(ExitCode::internal,
+              "SQLite failed while " + std::string(what) + " on " + m_path + ": " + detail);
+}
+
+Statement::~Statement() {
+  sqlite3_finalize(m_stmt);
+}
+
+Statement::Statement(Statement&& other) noexcept
+    : m_db(other.m_db), m_stmt(other.m_stmt), m_started(other.m_started) {
+  other.m_stmt = nullptr;
+}
+
+Statement& Statement::bind(int index, std::int64_t value) {
+  int rc = sqlite3_bind_int64(m_stmt, index, value);
+  if (rc != SQLITE_OK)
+    m_db->fail(rc, "binding a parameter");
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  int rc =
+      sqlite3_bind_text64(m_stmt, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK)
+    m_db->fail(rc, "binding a parameter");
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::optional<std::int64_t> value) {
+  return value ? bind(index, *value) : bind_null(index);
+}
+
+Statement& Statement::bind_null(int index) {
+  int rc = sqlite3_bind_null(m_stmt, index);
+  if (rc != SQLITE_OK)
+    m_db->fail(rc, "binding a parameter");
+  return *this;
+}
+
+bool Statement::step() {
+  // Only a statement that has produced no row yet may start over.
+  int rc = m_started ? sqlite3_step(m_stmt) : retry_while_busy(m_db->busy_timeout(), [&] {
+    int result = sqlite3_step(m_stmt);
+    if (is_busy(result))
+      sqlite3_reset(m_stmt);  // keeps the bindings
+    return result;
+  });
+  m_started = rc == SQLITE_ROW;
+  if (rc == SQLITE_ROW)
+    return true;
+  if (rc == SQLITE_DONE)
+    return false;
+  m_db->fail(rc, sqlite3_sql(m_stmt));
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+void Statement::reset() {
+  m_started = false;
+  sqlite3_reset(m_stmt);
+  sqlite3_clear_bindings(m_stmt);
+}
+
+std::int64_t Statement::integer(int column) const {
+  return sqlite3_column_int64(m_stmt, column);
+}
+
+std::optional<std::int64_t> Statement::optional_integer(int column) const {
+  if (sqlite3_column_type(m_stmt, column) == SQLITE_NULL)
+    return std::nullopt;
+  return integer(column);
+}
+
+std::string Statement::text(int column) const {
+  auto* data = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, column));
+  int size = sqlite3_column_bytes(m_stmt, column);
+  return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
+}
+
+WriteTransaction::WriteTransaction(Database& db) : m_db(db) {
+  m_db.exec("BEGIN IMMEDIATE");
+}
+
+WriteTransaction::~WriteTransaction() {
+  if (m_open)
+    sqlite3_exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void WriteTransaction::commit() {
+  m_db.exec("COMMIT");
+  m_open = false;
+}
+
+ReadTransaction::ReadTransaction(Database& db) : m_db(db) {
+  m_db.exec("BEGIN");
+}
+
+ReadTransaction::~ReadTransaction() {
+  sqlite3_exec(m_db.handle(), "COMMIT", nullptr, nullptr, nullptr);
+}
+
+}  // namespace clk::store::sqlite

@@ -1,0 +1,103 @@
+// A thin RAII layer over the SQLite C API: one connection, prepared statements
+// with bound parameters, IMMEDIATE transactions, and the translation of SQLite
+// result codes into clk::Error (74 for an unusable file, 69 for a lock that
+// stays busy). Only sqlite_store.cpp uses it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace clk::store::sqlite {
+
+class Statement;
+
+class Database {
+ public:
+  // Opens (creating if needed) the file at `path`, in WAL mode with a busy
+  // handler that gives up after `busy_timeout`.
+  Database(std::string path, std::chrono::milliseconds busy_timeout);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& path() const { return m_path; }
+  void exec(const char* sql);  // for constant SQL without parameters only
+  Statement prepare(const char* sql);
+  std::int64_t changes() const;
+  // PRAGMA data_version: changes whenever another connection commits.
+  std::int64_t data_version();
+
+  // Throws the clk::Error that `rc` means, naming the file and `what`.
+  [[noreturn]] void fail(int rc, std::string_view what) const;
+
+  sqlite3* handle() { return m_db; }
+  std::chrono::steady_clock::time_point busy_deadline() const { return m_busy_deadline; }
+  std::chrono::milliseconds busy_timeout() const { return m_busy_timeout; }
+  void arm_busy_deadline() { m_busy_deadline = std::chrono::steady_clock::now() + m_busy_timeout; }
+
+ private:
+  std::string m_path;
+  sqlite3* m_db = nullptr;
+  std::chrono::milliseconds m_busy_timeout;
+  std::chrono::steady_clock::time_point m_busy_deadline{};
+};
+
+class Statement {
+ public:
+  Statement(Database& db, sqlite3_stmt* stmt) : m_db(&db), m_stmt(stmt) {}
+  ~Statement();
+  Statement(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Parameters are 1-based, as in SQL (?1, ?2, …).
+  Statement& bind(int index, std::int64_t value);
+  Statement& bind(int index, std::string_view value);
+  Statement& bind(int index, std::optional<std::int64_t> value);
+  Statement& bind_null(int index);
+
+  // Advances to the next row; false when done.
+  bool step();
+  // Runs a statement that returns no rows.
+  void run();
+  void reset();
+
+  std::int64_t integer(int column) const;
+  std::optional<std::int64_t> optional_integer(int column) const;
+  std::string text(int column) const;
+
+ private:
+  Database* m_db;
+  sqlite3_stmt* m_stmt;
+  bool m_started = false;  // has returned a row since the last reset
+};
+
+// BEGIN IMMEDIATE … COMMIT; rolls back if destroyed before commit().
+class WriteTransaction {
+ public:
+  explicit WriteTransaction(Database& db);
+  ~WriteTransaction();
+  void commit();
+
+ private:
+  Database& m_db;
+  bool m_open = true;
+};
+
+// BEGIN (deferred, read-only use) … COMMIT.
+class ReadTransaction {
+ public:
+  explicit ReadTransaction(Database& db);
+  ~ReadTransaction();
+
+ private:
+  Database& m_db;
+};
+
+}  // namespace clk::store::sqlite

@@ -1,0 +1,88 @@
+// Row mapping for the SQLite store.
+#include "store/sqlite_rows.hpp"
+
+namespace clk::store::sqlite {
+
+lock::Instant instant_of(std::int64_t ms) {
+  return lock::Instant(std::chrono::milliseconds(ms));
+}
+
+std::int64_t ms_of(lock::Instant instant) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(instant.time_since_epoch()).count();
+}
+
+namespace {
+
+lock::Mode mode_of(const std::string& text) {
+  return lock::parse_mode(text).value_or(lock::Mode::exclusive);
+}
+
+}  // namespace
+
+LeaseRow read_lease(const Statement& row) {
+  LeaseRow out{lock::Lease{
+                   .ns = row.text(0),
+                   .resource = lock::Resource::parse(row.text(1)),
+                   .owner = lock::OwnerId::trusted(row.text(2)),
+                   .info = {},
+                   .mode = mode_of(row.text(3)),
+                   .slots = static_cast<int>(row.integer(4)),
+                   .token = row.integer(5),
+                   .depth = static_cast<int>(row.integer(6)),
+                   .acquired_at = instant_of(row.integer(7)),
+                   .renewed_at = instant_of(row.integer(8)),
+                   .expires_at = std::nullopt,
+               },
+               row.text(16)};
+  if (auto expires = row.optional_integer(9))
+    out.lease.expires_at = instant_of(*expires);
+  out.lease.info = {row.text(10), row.text(11), row.integer(12),
+                    row.text(13), row.text(14), instant_of(row.integer(15))};
+  return out;
+}
+
+WaiterRow read_waiter(const Statement& row) {
+  WaiterRow out{lock::Waiter{
+                    .ns = row.text(0),
+                    .resource = lock::Resource::parse(row.text(1)),
+                    .owner = lock::OwnerId::trusted(row.text(2)),
+                    .info = {row.text(7), row.text(8), row.integer(9), row.text(10), row.text(11),
+                             instant_of(row.integer(12))},
+                    .mode = mode_of(row.text(3)),
+                    .slots = static_cast<int>(row.integer(4)),
+                    .position = row.integer(5),
+                    .since = instant_of(row.integer(6)),
+                },
+                row.text(13), row.integer(14)};
+  return out;
+}
+
+HistoryEvent read_history(const Statement& row) {
+  static const std::pair<const char*, EventKind> k_kinds[] = {{"acquired", EventKind::acquired},
+                                                              {"released", EventKind::released},
+                                                              {"expired", EventKind::expired},
+                                                              {"forced", EventKind::forced},
+                                                              {"lost", EventKind::lost}};
+  HistoryEvent event{
+      .id = row.integer(0),
+      .at = instant_of(row.integer(1)),
+      .kind = EventKind::acquired,
+      .ns = row.text(3),
+      .resource = lock::Resource::parse(row.text(4)),
+      .owner = lock::OwnerId::trusted(row.text(5)),
+      .info = {row.text(9), row.text(10), row.integer(11), row.text(12), row.text(13), {}},
+      .mode = mode_of(row.text(6)),
+      .token = row.integer(7),
+      .held_for = std::nullopt,
+      .by = row.text(14)};
+  std::string kind = row.text(2);
+  for (const auto& [name, value] : k_kinds) {
+    if (kind == name)
+      event.kind = value;
+  }
+  if (auto held = row.optional_integer(8))
+    event.held_for = std::chrono::milliseconds(*held);
+  return event;
+}
+
+}  // namespace clk::store::sqlite

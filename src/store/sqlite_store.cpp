@@ -1,0 +1,737 @@
+// The SQLite Store. Every operation is one IMMEDIATE transaction: SQLite's
+// write lock serializes writers across processes, so "check for conflicts,
+// then insert" cannot race. The clock is read once per transaction, inside
+// it, from SQLite (the host's real-time clock).
+#include "store/sqlite_store.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <sys/vfs.h>
+#include <thread>
+
+#include "error.hpp"
+#include "lock/conflict.hpp"
+#include "store/migration.hpp"
+#include "store/sqlite_db.hpp"
+#include "store/sqlite_rows.hpp"
+
+namespace clk::store {
+
+namespace {
+
+using namespace std::chrono;
+using sqlite::Database;
+using sqlite::LeaseRow;
+using sqlite::Statement;
+using sqlite::WaiterRow;
+using sqlite::WriteTransaction;
+
+constexpr milliseconds k_busy_timeout{30'000};
+
+// Names hold only [A-Za-z0-9_.-], so quoting them is all a JSON array needs.
+std::string json_array(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (const auto& name : names)
+    out += (out.size() > 1 ? ",\"" : "\"") + name + "\"";
+  return out + "]";
+}
+
+std::string self_and_ancestors(const lock::Resource& resource) {
+  auto names = resource.ancestors();
+  names.push_back(resource.str());
+  return json_array(names);
+}
+
+// Refuses file systems on which SQLite's POSIX locks are not reliable.
+void check_local_filesystem(const std::filesystem::path& folder) {
+  struct statfs info {};
+  if (statfs(folder.c_str(), &info) != 0)
+    return;  // opening will report the real problem
+  static const std::pair<long, const char*> k_network[] = {{0x6969, "NFS"},
+                                                           {0x517B, "SMB"},
+                                                           {static_cast<long>(0xFF534D42), "CIFS"},
+                                                           {static_cast<long>(0xFE534D42), "SMB2"},
+                                                           {0x00C36400, "CephFS"},
+                                                           {0x01021997, "9P"},
+                                                           {0x5346414F, "AFS"},
+                                                           {0x65735546, "FUSE"}};
+  for (const auto& [magic, name] : k_network) {
+    if (static_cast<long>(info.f_type) == magic) {
+      throw Error(ExitCode::local_database,
+                  "the SQLite database folder " + folder.string() + " is on " + name +
+                      ", where SQLite's file locking is unsafe; use PostgreSQL, a local path, "
+                      "or set sqlite.allow_network_filesystem = true if you are sure");
+    }
+  }
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::string path) : m_db(std::move(path), k_busy_timeout) { migrate(); }
+
+  Attempt try_acquire(const LockRequest& request, bool queue) override;
+  void leave_queue(const LockRequest& request) override;
+  void wait_for_change(steady_clock::time_point until) override;
+  void renew(const RenewRequest& request) override;
+  std::vector<Released> release(const ReleaseRequest& request) override;
+  Snapshot status(const StatusQuery& query) override;
+  std::vector<HistoryEvent> history(const HistoryQuery& query) override;
+  GcReport gc(const GcOptions& options) override;
+  void migrate() override;
+
+ private:
+  std::int64_t now_ms();
+  std::vector<LeaseRow> related_leases(const std::string& ns, const lock::Resource& resource);
+  std::vector<WaiterRow> related_waiters(const std::string& ns, const lock::Resource& resource,
+                                         std::int64_t now);
+  std::optional<WaiterRow> own_waiter(const LockRequest& request, const lock::Resource& resource);
+  std::vector<lock::Lease> live_leases_dropping_expired(std::vector<LeaseRow> rows,
+                                                        std::int64_t now);
+  void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
+              std::optional<std::int64_t> held_ms, const std::string& by = "");
+  void remove_lease(const lock::Lease& lease);
+  std::int64_t next_token();
+  void enqueue(const LockRequest& request, std::int64_t now);
+  void dequeue(const LockRequest& request);
+  Grant grant(const LockRequest& request, const lock::Resource& resource, std::int64_t now);
+  Grant reenter(const LockRequest& request, const LeaseRow& held, std::int64_t now);
+  std::optional<std::string> find_cycle(const LockRequest& request,
+                                        const std::vector<lock::Lease>& blocking_leases,
+                                        const std::vector<lock::Waiter>& blocking_waiters,
+                                        std::int64_t now);
+  std::optional<std::int64_t> expiry(milliseconds ttl, std::int64_t now) const {
+    return ttl.count() == 0 ? std::nullopt : std::optional(now + ttl.count());
+  }
+
+  Database m_db;
+  std::int64_t m_seen_version = -1;  // data_version inside our last transaction
+};
+
+std::int64_t SqliteStore::now_ms() {
+  auto stmt = m_db.prepare("SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)");
+  stmt.step();
+  return stmt.integer(0);
+}
+
+std::vector<LeaseRow> SqliteStore::related_leases(const std::string& ns,
+                                                  const lock::Resource& resource) {
+  // The resource and its ancestors by key equality, its descendants by a key
+  // range: both are primary-key lookups however many unrelated leases exist.
+  auto stmt = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                           " FROM leases WHERE namespace = ?1"
+                           "   AND resource IN (SELECT value FROM json_each(?2))"
+                           " UNION ALL "
+                           "SELECT " CLOCK_LEASE_COLUMNS
+                           " FROM leases WHERE namespace = ?1 AND resource > ?3 AND resource < ?4");
+  stmt.bind(1, ns)
+      .bind(2, self_and_ancestors(resource))
+      .bind(3, resource.descendant_floor())
+      .bind(4, resource.descendant_ceiling());
+  std::vector<LeaseRow> rows;
+  while (stmt.step())
+    rows.push_back(sqlite::read_lease(stmt));
+  return rows;
+}
+
+std::vector<WaiterRow> SqliteStore::related_waiters(const std::string& ns,
+                                                    const lock::Resource& resource,
+                                                    std::int64_t now) {
+  auto stmt = m_db.prepare(
+      "SELECT " CLOCK_WAITER_COLUMNS
+      " FROM waiters WHERE namespace = ?1 AND expires_at > ?5"
+      "   AND resource IN (SELECT value FROM json_each(?2))"
+      " UNION ALL "
+      "SELECT " CLOCK_WAITER_COLUMNS
+      " FROM waiters WHERE namespace = ?1 AND expires_at > ?5 AND resource > ?3 AND resource < ?4"
+      " ORDER BY position");
+  stmt.bind(1, ns)
+      .bind(2, self_and_ancestors(resource))
+      .bind(3, resource.descendant_floor())
+      .bind(4, resource.descendant_ceiling())
+      .bind(5, now);
+  std::vector<WaiterRow> rows;
+  while (stmt.step())
+    rows.push_back(sqlite::read_waiter(stmt));
+  return rows;
+}
+
+std::optional<WaiterRow> SqliteStore::own_waiter(const LockRequest& request,
+                                                 const lock::Resource& resource) {
+  auto stmt = m_db.prepare("SELECT " CLOCK_WAITER_COLUMNS
+                           " FROM waiters WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  stmt.bind(1, request.ns).bind(2, resource.str()).bind(3, request.owner.str());
+  if (!stmt.step())
+    return std::nullopt;
+  return sqlite::read_waiter(stmt);
+}
+
+// An expired lease never blocks anyone: the first writer that meets one
+// removes it and records the expiry, whether or not gc has run.
+std::vector<lock::Lease> SqliteStore::live_leases_dropping_expired(std::vector<LeaseRow> rows,
+                                                                   std::int64_t now) {
+  std::vector<lock::Lease> live;
+  for (auto& row : rows) {
+    auto& lease = row.lease;
+    if (lease.expires_at && sqlite::ms_of(*lease.expires_at) <= now) {
+      remove_lease(lease);
+      record(EventKind::expired, lease, sqlite::ms_of(*lease.expires_at),
+             sqlite::ms_of(*lease.expires_at) - sqlite::ms_of(lease.acquired_at));
+    } else {
+      live.push_back(std::move(lease));
+    }
+  }
+  return live;
+}
+
+void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t at,
+                         std::optional<std::int64_t> held_ms, const std::string& by) {
+  auto stmt = m_db.prepare(
+      "INSERT INTO history (at, event, namespace, resource, owner, mode, token, held_ms, host, ip,"
+      " pid, user, command, by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+      "?14)");
+  stmt.bind(1, at)
+      .bind(2, to_string(kind))
+      .bind(3, lease.ns)
+      .bind(4, lease.resource.str())
+      .bind(5, lease.owner.str())
+      .bind(6, lock::to_string(lease.mode))
+      .bind(7, lease.token)
+      .bind(8, held_ms)
+      .bind(9, lease.info.host)
+      .bind(10, lease.info.ip)
+      .bind(11, lease.info.pid)
+      .bind(12, lease.info.user)
+      .bind(13, lease.info.command)
+      .bind(14, by);
+  stmt.run();
+}
+
+void SqliteStore::remove_lease(const lock::Lease& lease) {
+  auto stmt =
+      m_db.prepare("DELETE FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  stmt.bind(1, lease.ns).bind(2, lease.resource.str()).bind(3, lease.owner.str()).run();
+}
+
+// Tokens come from one counter that gc never touches, drawn inside the write
+// transaction: every later grant of any resource gets a larger one.
+std::int64_t SqliteStore::next_token() {
+  auto stmt =
+      m_db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'token' RETURNING value");
+  if (!stmt.step())
+    throw Error(ExitCode::internal, "the token counter row is missing");
+  return stmt.integer(0);
+}
+
+void SqliteStore::enqueue(const LockRequest& request, std::int64_t now) {
+  auto lifetime = waiter_lifetime(request.ttl).count();
+  for (const auto& resource : request.resources) {
+    auto existing = own_waiter(request, resource);
+    // Refresh only when half the lifetime is gone: a write wakes every other
+    // waiter (data_version), so rewriting on each poll would spin them all.
+    if (existing && existing->expires_at_ms - now > lifetime / 2)
+      continue;
+    auto stmt = m_db.prepare(
+        "INSERT INTO waiters (namespace, resource, owner, mode, slots, request_id, enqueued_at,"
+        " expires_at, host, ip, pid, user, command, owner_started_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        " ON CONFLICT (namespace, resource, owner) DO UPDATE SET expires_at = excluded.expires_at,"
+        "   request_id = excluded.request_id, mode = excluded.mode, slots = excluded.slots");
+    stmt.bind(1, request.ns)
+        .bind(2, resource.str())
+        .bind(3, request.owner.str())
+        .bind(4, lock::to_string(request.mode))
+        .bind(5, std::int64_t{request.slots})
+        .bind(6, request.request_id)
+        .bind(7, now)
+        .bind(8, now + lifetime)
+        .bind(9, request.info.host)
+        .bind(10, request.info.ip)
+        .bind(11, request.info.pid)
+        .bind(12, request.info.user)
+        .bind(13, request.info.command)
+        .bind(14, sqlite::ms_of(request.info.started));
+    stmt.run();
+  }
+}
+
+void SqliteStore::dequeue(const LockRequest& request) {
+  auto stmt =
+      m_db.prepare("DELETE FROM waiters WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  for (const auto& resource : request.resources) {
+    stmt.bind(1, request.ns).bind(2, resource.str()).bind(3, request.owner.str()).run();
+    stmt.reset();
+  }
+}
+
+Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resource,
+                         std::int64_t now) {
+  lock::Lease lease{request.ns,
+                    resource,
+                    request.owner,
+                    request.info,
+                    request.mode,
+                    request.slots,
+                    next_token(),
+                    1,
+                    sqlite::instant_of(now),
+                    sqlite::instant_of(now),
+                    std::nullopt};
+  if (auto expires = expiry(request.ttl, now))
+    lease.expires_at = sqlite::instant_of(*expires);
+  auto stmt = m_db.prepare("INSERT INTO leases (" CLOCK_LEASE_COLUMNS
+                           ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9, ?10, ?11, ?12, "
+                           "?13, ?14, ?15)");
+  stmt.bind(1, request.ns)
+      .bind(2, resource.str())
+      .bind(3, request.owner.str())
+      .bind(4, lock::to_string(request.mode))
+      .bind(5, std::int64_t{request.slots})
+      .bind(6, lease.token)
+      .bind(7, now)
+      .bind(8, expiry(request.ttl, now))
+      .bind(9, request.info.host)
+      .bind(10, request.info.ip)
+      .bind(11, request.info.pid)
+      .bind(12, request.info.user)
+      .bind(13, request.info.command)
+      .bind(14, sqlite::ms_of(request.info.started))
+      .bind(15, request.request_id);
+  stmt.run();
+  record(EventKind::acquired, lease, now, std::nullopt);
+  return {resource, lease.token, 1};
+}
+
+Grant SqliteStore::reenter(const LockRequest& request, const LeaseRow& held, std::int64_t now) {
+  const auto& lease = held.lease;
+  if (held.request_id == request.request_id) {
+    return {lease.resource, lease.token, lease.depth};  // a retry of a grant that took effect
+  }
+  // The longer of the two leases wins; no expiry beats any expiry.
+  auto stmt = m_db.prepare(
+      "UPDATE leases SET depth = depth + 1, request_id = ?4, renewed_at = ?5,"
+      "  expires_at = CASE WHEN expires_at IS NULL OR ?6 IS NULL THEN NULL"
+      "                    ELSE max(expires_at, ?6) END"
+      " WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  stmt.bind(1, lease.ns)
+      .bind(2, lease.resource.str())
+      .bind(3, lease.owner.str())
+      .bind(4, request.request_id)
+      .bind(5, now)
+      .bind(6, expiry(request.ttl, now))
+      .run();
+  return {lease.resource, lease.token, lease.depth + 1};
+}
+
+Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
+  WriteTransaction tx(m_db);
+  m_seen_version = m_db.data_version();
+  auto now = now_ms();
+  Attempt attempt;
+  std::vector<lock::Decision> decisions;
+  std::vector<std::optional<LeaseRow>> own_leases;
+  for (const auto& resource : request.resources) {
+    auto rows = related_leases(request.ns, resource);
+    std::optional<LeaseRow> own;
+    for (const auto& row : rows) {
+      if (row.lease.owner == request.owner && row.lease.resource == resource)
+        own = row;
+    }
+    auto live = live_leases_dropping_expired(std::move(rows), now);
+    if (own && own->lease.expires_at && sqlite::ms_of(*own->lease.expires_at) <= now)
+      own.reset();
+    auto mine = own_waiter(request, resource);
+    std::vector<lock::Waiter> earlier;
+    for (auto& row : related_waiters(request.ns, resource, now)) {
+      if (!mine || row.waiter.position < mine->waiter.position)
+        earlier.push_back(row.waiter);
+    }
+    lock::Claim claim{request.ns, resource, request.owner, request.mode, request.slots};
+    auto decision = lock::decide(claim, live, earlier);
+    if (decision.verdict == lock::Verdict::slots_mismatch) {
+      throw Error(ExitCode::usage, resource.str() + " is held as a semaphore of " +
+                                       std::to_string(decision.other_slots) +
+                                       " slots, but this request says --slots " +
+                                       std::to_string(request.slots) + "; use the same number");
+    }
+    if (decision.verdict == lock::Verdict::upgrade) {
+      throw Error(ExitCode::usage,
+                  "this owner holds " + resource.str() +
+                      " shared and cannot re-enter it exclusive; release it first");
+    }
+    for (auto& lease : decision.blocking_leases)
+      attempt.blocking_leases.push_back(lease);
+    for (auto& waiter : decision.blocking_waiters)
+      attempt.blocking_waiters.push_back(waiter);
+    decisions.push_back(std::move(decision));
+    own_leases.push_back(std::move(own));
+  }
+  if (!attempt.blocking_leases.empty() || !attempt.blocking_waiters.empty()) {
+    if (auto cycle = find_cycle(request, attempt.blocking_leases, attempt.blocking_waiters, now)) {
+      dequeue(request);
+      attempt.outcome = Outcome::deadlock;
+      attempt.cycle = *cycle;
+    } else {
+      attempt.outcome = Outcome::blocked;
+      if (queue)
+        enqueue(request, now);
+    }
+    tx.commit();
+    return attempt;
+  }
+  for (std::size_t i = 0; i < request.resources.size(); ++i) {
+    bool reentry = decisions[i].verdict == lock::Verdict::reenter && own_leases[i];
+    attempt.grants.push_back(reentry ? reenter(request, *own_leases[i], now)
+                                     : grant(request, request.resources[i], now));
+  }
+  dequeue(request);
+  tx.commit();
+  attempt.outcome = Outcome::granted;
+  return attempt;
+}
+
+// Follows "waits for" edges from the owners in our way: an owner waiting (in
+// the queue) for a resource that a conflicting lease of ours or of an owner
+// further along the chain holds. Reaching ourselves closes a cycle.
+std::optional<std::string> SqliteStore::find_cycle(
+    const LockRequest& request, const std::vector<lock::Lease>& blocking_leases,
+    const std::vector<lock::Waiter>& blocking_waiters, std::int64_t now) {
+  struct Step {
+    lock::OwnerId owner;
+    std::string description;  // how we reached this owner
+  };
+  std::vector<Step> frontier;
+  for (const auto& lease : blocking_leases) {
+    frontier.push_back({lease.owner, "you wait for " + lease.resource.str() + ", held by " +
+                                         lease.owner.str() + " (" + lease.info.host + " pid " +
+                                         std::to_string(lease.info.pid) + ")"});
+  }
+  for (const auto& waiter : blocking_waiters) {
+    frontier.push_back(
+        {waiter.owner, "you queue behind " + waiter.owner.str() + " for " + waiter.resource.str()});
+  }
+  std::set<lock::OwnerId> visited;
+  constexpr std::size_t k_max_owners = 256;
+  while (!frontier.empty() && visited.size() < k_max_owners) {
+    Step step = std::move(frontier.back());
+    frontier.pop_back();
+    if (!visited.insert(step.owner).second)
+      continue;
+    auto stmt = m_db.prepare("SELECT " CLOCK_WAITER_COLUMNS
+                             " FROM waiters WHERE owner = ?1 AND expires_at > ?2");
+    stmt.bind(1, step.owner.str()).bind(2, now);
+    std::vector<lock::Waiter> waits;
+    while (stmt.step())
+      waits.push_back(sqlite::read_waiter(stmt).waiter);
+    for (const auto& wait : waits) {
+      for (auto& row : related_leases(wait.ns, wait.resource)) {
+        const auto& lease = row.lease;
+        bool live = !lease.expires_at || sqlite::ms_of(*lease.expires_at) > now;
+        if (!live || !lock::conflicts(lock::claim_of(wait), lock::claim_of(lease)))
+          continue;
+        std::string path = step.description + ", which waits for " + wait.resource.str();
+        if (lease.owner == request.owner)
+          return path + ", which you hold";
+        frontier.push_back({lease.owner, path + ", held by " + lease.owner.str()});
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void SqliteStore::leave_queue(const LockRequest& request) {
+  WriteTransaction tx(m_db);
+  dequeue(request);
+  tx.commit();
+}
+
+// SQLite cannot notify, but PRAGMA data_version changes whenever another
+// process commits, and reading it costs microseconds: poll it briefly and
+// often so a waiter is woken within a few milliseconds of a release.
+void SqliteStore::wait_for_change(steady_clock::time_point until) {
+  thread_local std::minstd_rand random{std::random_device{}()};
+  auto interval = microseconds(500);
+  constexpr auto k_longest_interval = microseconds(8'000);
+  while (steady_clock::now() < until) {
+    if (m_db.data_version() != m_seen_version)
+      return;
+    auto jittered = interval + microseconds(random() % (interval.count() / 2 + 1));
+    std::this_thread::sleep_until(std::min(until, steady_clock::now() + jittered));
+    interval = std::min(k_longest_interval, interval * 3 / 2);
+  }
+}
+
+void SqliteStore::renew(const RenewRequest& request) {
+  WriteTransaction tx(m_db);
+  auto now = now_ms();
+  std::vector<std::string> lost;
+  auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                           " FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  for (std::size_t i = 0; i < request.resources.size(); ++i) {
+    const auto& resource = request.resources[i];
+    find.bind(1, request.ns).bind(2, resource.str()).bind(3, request.owner.str());
+    std::optional<LeaseRow> row;
+    if (find.step())
+      row = sqlite::read_lease(find);
+    find.reset();
+    bool token_ok = request.tokens.empty() || (row && row->lease.token == request.tokens[i]);
+    bool live = row && (!row->lease.expires_at || sqlite::ms_of(*row->lease.expires_at) > now);
+    if (row && live && token_ok)
+      continue;
+    lost.push_back(resource.str());
+    if (row && !live && token_ok) {
+      remove_lease(row->lease);
+      record(EventKind::lost, row->lease, now, now - sqlite::ms_of(row->lease.acquired_at));
+    }
+  }
+  if (!lost.empty()) {
+    tx.commit();  // keep the record of what was lost
+    throw Error(ExitCode::not_owner, "the lease on " + lost.front() +
+                                         " was lost (expired, released by force or held "
+                                         "by another owner); it cannot be renewed");
+  }
+  auto update = m_db.prepare(
+      "UPDATE leases SET renewed_at = ?4, expires_at = ?5"
+      " WHERE namespace = ?1 AND resource = ?2 AND owner = ?3 AND expires_at IS NOT NULL");
+  for (const auto& resource : request.resources) {
+    update.bind(1, request.ns)
+        .bind(2, resource.str())
+        .bind(3, request.owner.str())
+        .bind(4, now)
+        .bind(5, expiry(request.ttl, now));
+    update.run();
+    update.reset();
+  }
+  tx.commit();
+}
+
+std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
+  WriteTransaction tx(m_db);
+  auto now = now_ms();
+  std::vector<Released> released;
+  std::vector<std::string> failures;
+  for (const auto& resource : request.resources) {
+    auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                             " FROM leases WHERE namespace = ?1 AND resource = ?2"
+                             " AND (?3 IS NULL OR owner = ?3)");
+    find.bind(1, request.ns).bind(2, resource.str());
+    if (request.force) {
+      find.bind_null(3);
+    } else {
+      find.bind(3, request.owner ? request.owner->str() : std::string());
+    }
+    std::vector<LeaseRow> rows;
+    while (find.step())
+      rows.push_back(sqlite::read_lease(find));
+    if (rows.empty()) {
+      failures.push_back(request.force ? "nobody holds " + resource.str()
+                                       : "this owner does not hold " + resource.str());
+      continue;
+    }
+    Released result{resource, 0, 0};
+    for (const auto& row : rows) {
+      const auto& lease = row.lease;
+      bool expired = lease.expires_at && sqlite::ms_of(*lease.expires_at) <= now;
+      auto held = now - sqlite::ms_of(lease.acquired_at);
+      if (request.force) {
+        remove_lease(lease);
+        record(expired ? EventKind::expired : EventKind::forced, lease, now, held,
+               request.forced_by);
+        ++result.holders_removed;
+      } else if (expired) {
+        remove_lease(lease);
+        record(EventKind::expired, lease, sqlite::ms_of(*lease.expires_at),
+               sqlite::ms_of(*lease.expires_at) - sqlite::ms_of(lease.acquired_at));
+        failures.push_back("the lease on " + resource.str() +
+                           " had expired before this release; another owner may have held it");
+      } else if (lease.depth > 1) {
+        auto stmt = m_db.prepare(
+            "UPDATE leases SET depth = depth - 1"
+            " WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+        stmt.bind(1, lease.ns).bind(2, resource.str()).bind(3, lease.owner.str()).run();
+        result.remaining_depth = lease.depth - 1;
+      } else {
+        remove_lease(lease);
+        record(EventKind::released, lease, now, held);
+        result.holders_removed = 1;
+      }
+    }
+    released.push_back(result);
+  }
+  tx.commit();
+  if (!failures.empty())
+    throw Error(ExitCode::not_owner, failures.front());
+  return released;
+}
+
+Snapshot SqliteStore::status(const StatusQuery& query) {
+  sqlite::ReadTransaction tx(m_db);
+  Snapshot snapshot;
+  auto now = now_ms();
+  snapshot.now = sqlite::instant_of(now);
+  std::string prefix = query.prefix ? query.prefix->str() : "";
+  auto bind_filters = [&](Statement& stmt) {
+    if (query.ns)
+      stmt.bind(1, *query.ns);
+    else
+      stmt.bind_null(1);
+    if (query.prefix) {
+      stmt.bind(2, prefix).bind(3, query.prefix->descendant_floor());
+      stmt.bind(4, query.prefix->descendant_ceiling());
+    } else {
+      stmt.bind_null(2).bind_null(3).bind_null(4);
+    }
+    stmt.bind(5, now);
+  };
+  auto leases =
+      m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                   " FROM leases WHERE (?1 IS NULL OR namespace = ?1)"
+                   "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+                   "   AND (?6 OR expires_at IS NULL OR expires_at > ?5)"
+                   " ORDER BY namespace, resource, acquired_at");
+  bind_filters(leases);
+  leases.bind(6, std::int64_t{query.include_expired ? 1 : 0});
+  while (leases.step()) {
+    auto row = sqlite::read_lease(leases);
+    bool expired = row.lease.expires_at && sqlite::ms_of(*row.lease.expires_at) <= now;
+    snapshot.holders.push_back(std::move(row.lease));
+    snapshot.holder_expired.push_back(expired);
+  }
+  auto waiters =
+      m_db.prepare("SELECT " CLOCK_WAITER_COLUMNS
+                   " FROM waiters WHERE (?1 IS NULL OR namespace = ?1)"
+                   "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+                   "   AND expires_at > ?5 ORDER BY position");
+  bind_filters(waiters);
+  while (waiters.step())
+    snapshot.waiters.push_back(sqlite::read_waiter(waiters).waiter);
+  return snapshot;
+}
+
+std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
+  sqlite::ReadTransaction tx(m_db);
+  auto stmt =
+      m_db.prepare("SELECT " CLOCK_HISTORY_COLUMNS
+                   " FROM history WHERE (?1 IS NULL OR namespace = ?1)"
+                   "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+                   " ORDER BY id DESC LIMIT ?5");
+  if (query.ns)
+    stmt.bind(1, *query.ns);
+  else
+    stmt.bind_null(1);
+  if (query.prefix) {
+    stmt.bind(2, query.prefix->str())
+        .bind(3, query.prefix->descendant_floor())
+        .bind(4, query.prefix->descendant_ceiling());
+  } else {
+    stmt.bind_null(2).bind_null(3).bind_null(4);
+  }
+  stmt.bind(5, std::int64_t{query.limit});
+  std::vector<HistoryEvent> events;
+  while (stmt.step())
+    events.push_back(sqlite::read_history(stmt));
+  return events;
+}
+
+// Each batch is its own short transaction, so acquirers queue behind a
+// batch at most, never behind the whole clean-up.
+GcReport SqliteStore::gc(const GcOptions& options) {
+  GcReport report;
+  const std::int64_t batch = std::max(1, options.batch_size);
+  for (;;) {
+    WriteTransaction tx(m_db);
+    auto now = now_ms();
+    auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                             " FROM leases WHERE expires_at <= ?1 LIMIT ?2 OFFSET ?3");
+    find.bind(1, now).bind(2, batch).bind(3, options.dry_run ? report.expired_leases : 0);
+    std::vector<LeaseRow> rows;
+    while (find.step())
+      rows.push_back(sqlite::read_lease(find));
+    if (!options.dry_run)
+      live_leases_dropping_expired(std::move(rows), now);
+    tx.commit();
+    report.expired_leases += static_cast<std::int64_t>(rows.size());
+    if (static_cast<std::int64_t>(rows.size()) < batch)
+      break;
+  }
+  auto count_or_delete = [&](const char* count_sql, const char* delete_sql, std::int64_t cutoff) {
+    std::int64_t total = 0;
+    if (options.dry_run) {
+      auto stmt = m_db.prepare(count_sql);
+      stmt.bind(1, cutoff).step();
+      return stmt.integer(0);
+    }
+    for (;;) {
+      WriteTransaction tx(m_db);
+      auto stmt = m_db.prepare(delete_sql);
+      stmt.bind(1, cutoff).bind(2, batch).run();
+      auto removed = m_db.changes();
+      tx.commit();
+      total += removed;
+      if (removed < batch)
+        return total;
+    }
+  };
+  auto now = now_ms();
+  report.dead_waiters =
+      count_or_delete("SELECT count(*) FROM waiters WHERE expires_at <= ?1",
+                      "DELETE FROM waiters WHERE position IN"
+                      " (SELECT position FROM waiters WHERE expires_at <= ?1 LIMIT ?2)",
+                      now);
+  if (options.history_older_than) {
+    report.history_rows = count_or_delete(
+        "SELECT count(*) FROM history WHERE at < ?1",
+        "DELETE FROM history WHERE id IN (SELECT id FROM history WHERE at < ?1 LIMIT ?2)",
+        now - options.history_older_than->count());
+  }
+  return report;
+}
+
+void SqliteStore::migrate() {
+  const auto& migrations = sql::sqlite_migrations();
+  auto version_of = [&] {
+    auto stmt = m_db.prepare("PRAGMA user_version");
+    stmt.step();
+    return stmt.integer(0);
+  };
+  if (version_of() >= migrations.back().version)
+    return;
+  WriteTransaction tx(m_db);
+  auto version = version_of();  // another process may have migrated meanwhile
+  for (const auto& migration : migrations) {
+    if (migration.version <= version)
+      continue;
+    m_db.exec(std::string(migration.sql).c_str());
+    // PRAGMA takes no parameters; the version is our own constant.
+    m_db.exec(("PRAGMA user_version = " + std::to_string(migration.version)).c_str());
+  }
+  tx.commit();
+}
+
+}  // namespace
+
+std::unique_ptr<Store> make_sqlite_store(const StoreOptions& options) {
+  std::filesystem::path path = sqlite_path_of(options.url);
+  auto folder = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) {
+    throw Error(ExitCode::local_database, "cannot create the folder " + folder.string() +
+                                              " for the SQLite database: " + error.message());
+  }
+  if (!options.allow_network_filesystem)
+    check_local_filesystem(folder);
+  return std::make_unique<SqliteStore>(path.string());
+}
+
+std::string sqlite_schema_sql() {
+  std::string out;
+  for (const auto& migration : sql::sqlite_migrations()) {
+    out += "-- " + std::string(migration.name) + "\n" + std::string(migration.sql) + "\n";
+    out += "PRAGMA user_version = " + std::to_string(migration.version) + ";\n";
+  }
+  return out;
+}
+
+}  // namespace clk::store

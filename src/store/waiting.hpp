@@ -1,0 +1,48 @@
+// Where --wait, --nonblock and the wait-forever default take effect: attempts
+// on the store, queued, woken by the store's change signal, until granted, a
+// deadline, a deadlock or an interrupt.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+
+#include "store/store.hpp"
+
+namespace clk::store {
+
+struct WaitPolicy {
+  bool nonblock = false;                 // -n: one attempt, no queueing
+  std::optional<milliseconds> max_wait;  // -w D; none: wait forever (as flock does)
+};
+
+// Told about a blocked request, so it can name the holder to the operator.
+class WaitObserver {
+ public:
+  virtual ~WaitObserver() = default;
+  // Called after each blocked attempt and at the times next_report() asks for.
+  virtual void blocked(const Attempt& attempt, milliseconds waited) = 0;
+  // When the observer next wants to be called even if nothing changed.
+  virtual std::chrono::steady_clock::time_point next_report() const = 0;
+  // The wait is over (granted or not).
+  virtual void finished() {}
+};
+
+struct Acquired {
+  std::vector<Grant> grants;  // in request order
+  // When the granting attempt began, on this host's steady clock: the lease
+  // lasts at least its TTL from this instant, so deadlines count from it.
+  std::chrono::steady_clock::time_point attempt_start;
+};
+
+// Returns the grants. Throws clk::Error: not_acquired (75)
+// naming the holder when -n fails or the wait times out, deadlock (76) naming
+// the cycle. `interrupted` is polled between attempts; when it returns true
+// the request leaves the queue and Error(not_acquired) is thrown.
+Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& policy,
+                 WaitObserver* observer, const std::function<bool()>& interrupted);
+
+// One line naming who or what stands in the way of a blocked attempt.
+std::string describe_blockers(const Attempt& attempt, lock::Instant now);
+
+}  // namespace clk::store

@@ -1,0 +1,94 @@
+// Host name, address, user, command line and random ids.
+#include "util/process_facts.hpp"
+
+#include <arpa/inet.h>
+#include <array>
+#include <cstdio>
+#include <ifaddrs.h>
+#include <memory>
+#include <net/if.h>
+#include <pwd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+namespace clk::util {
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0)
+    return "unknown";
+  return name.data();
+}
+
+std::string primary_ip() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0)
+    return "";
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> guard(list, freeifaddrs);
+  std::string v6;
+  for (auto* entry = list; entry; entry = entry->ifa_next) {
+    if (!entry->ifa_addr || (entry->ifa_flags & IFF_LOOPBACK) || !(entry->ifa_flags & IFF_UP)) {
+      continue;
+    }
+    std::array<char, INET6_ADDRSTRLEN> text{};
+    if (entry->ifa_addr->sa_family == AF_INET) {
+      auto* address = reinterpret_cast<sockaddr_in*>(entry->ifa_addr);
+      inet_ntop(AF_INET, &address->sin_addr, text.data(), text.size());
+      return text.data();
+    }
+    if (entry->ifa_addr->sa_family == AF_INET6 && v6.empty()) {
+      auto* address = reinterpret_cast<sockaddr_in6*>(entry->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&address->sin6_addr))
+        continue;
+      inet_ntop(AF_INET6, &address->sin6_addr, text.data(), text.size());
+      v6 = text.data();
+    }
+  }
+  return v6;
+}
+
+std::string user_name() {
+  if (auto* entry = getpwuid(geteuid()))
+    return entry->pw_name;
+  return std::to_string(geteuid());
+}
+
+std::string command_line(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& arg : args) {
+    if (!out.empty())
+      out += ' ';
+    bool plain = !arg.empty() && arg.find_first_not_of(
+                                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789_-./=:,+@%") == std::string::npos;
+    if (plain) {
+      out += arg;
+      continue;
+    }
+    out += '\'';
+    for (char c : arg)
+      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+std::string random_uuid() {
+  std::array<unsigned char, 16> bytes{};
+  std::size_t filled = 0;
+  while (filled < bytes.size()) {
+    auto got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (got > 0)
+      filled += static_cast<std::size_t>(got);
+  }
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);  // version 4
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  std::array<char, 37> text{};
+  std::snprintf(text.data(), text.size(),
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", bytes[0],
+                bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+  return text.data();
+}
+
+}  // namespace clk::util

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # shellcheck 0.9 takes functions called from traps for dead code
+# with-postgres.sh CMD [ARG...]
+#
+# Runs CMD beside a throwaway PostgreSQL server and a pgbouncer in front of it,
+# then stops both and deletes every file they wrote, whatever CMD did. Exits
+# with CMD's status. One server per test run; tests make a fresh database each.
+#
+# Exported to CMD:
+#   CLOCK_TEST_PG_URL          libpq keyword string of the server (unix socket only)
+#   CLOCK_TEST_PGBOUNCER_URL   the same database through pgbouncer, transaction pooling
+#   CLOCK_TEST_PG_BIN          the PostgreSQL bin directory (pg_ctl, psql...)
+#   CLOCK_TEST_PG_DATA         the data directory
+#   CLOCK_TEST_PG_LOG          the server log
+#   CLOCK_TEST_PG_RUN_AS       the user the server runs as
+# tests/helpers/pg-ctl.sh stop|start|restart uses them to stop and restart the
+# server in the middle of a test.
+#
+# Without PostgreSQL (or pgbouncer) installed: with CI=true this fails; else it
+# warns and runs CMD without the matching URL, so the tests run SQLite only.
+#
+# Why it looks the way it does:
+# - initdb and postgres refuse to run as root, and so does pgbouncer: as root,
+#   everything runs as the unprivileged `postgres` user (CLOCK_TEST_PG_RUN_AS to
+#   choose another). That user cannot read the repository (it may live under
+#   /root), so all it needs lives in one temp dir that it owns, and every
+#   command it runs starts from there.
+# - The temp dir is under /tmp, not $TMPDIR: /tmp is traversable by everyone,
+#   and a unix socket path must fit in 107 bytes.
+# - listen_addresses is empty: the server is reachable only through its socket
+#   in the private temp dir, so "port" just names the socket and two runs at
+#   once never collide. It is still random in 20000-60000, as asked.
+set -uo pipefail
+
+die() { echo "with-postgres: $*" >&2; exit 1; }
+warn() { echo "with-postgres: warning: $*" >&2; }
+
+[[ $# -ge 1 ]] || { echo "usage: $0 CMD [ARG...]   (e.g. $0 bash)" >&2; exit 64; }
+
+is_ci() { case "${CI:-}" in true | TRUE | 1 | yes) return 0 ;; *) return 1 ;; esac; }
+
+# A missing tool: fatal in CI, where every test must run; a warning elsewhere.
+missing() {
+  if is_ci; then
+    die "$1 (CI=true, so this is fatal; run 'make deps' as root to install it)"
+  fi
+  warn "$1; running without it (install it with 'make deps' as root)"
+}
+
+# --- find the tools -----------------------------------------------------------
+
+# CLOCK_TEST_PG_BIN picks the server's bin directory; else 15, as on Debian 12.
+pg_bin=${CLOCK_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}
+if [[ -z ${CLOCK_TEST_PG_BIN:-} && ! -x $pg_bin/initdb ]]; then
+  # Another major version will do as well as 15 if that is what is installed.
+  newest=$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin 2>/dev/null | sort -V | tail -n 1)
+  [[ -n $newest && -x $newest/initdb ]] && pg_bin=$newest
+fi
+
+run_as=$(id -un)
+if [[ $(id -u) -eq 0 ]]; then
+  run_as=${CLOCK_TEST_PG_RUN_AS:-postgres}
+fi
+
+have_pg=true
+if [[ ! -x $pg_bin/initdb || ! -x $pg_bin/pg_ctl || ! -x $pg_bin/postgres ]]; then
+  missing "PostgreSQL server binaries not found in $pg_bin (Debian package postgresql)"
+  have_pg=false
+elif ! id -u "$run_as" >/dev/null 2>&1; then
+  missing "user '$run_as' to run PostgreSQL as does not exist (the postgresql package creates it)"
+  have_pg=false
+fi
+
+if ! $have_pg; then
+  exec "$@"
+fi
+
+pgbouncer_bin=$(command -v pgbouncer || true)
+[[ -z $pgbouncer_bin && -x /usr/sbin/pgbouncer ]] && pgbouncer_bin=/usr/sbin/pgbouncer
+if [[ -z $pgbouncer_bin ]]; then
+  missing "pgbouncer not found (Debian package pgbouncer)"
+fi
+
+# --- clean-up, armed before anything is created ---------------------------------
+
+dir=""
+cmd_pid=""
+bouncer_pidfile=""
+
+# Runs a command as the server's user, from the temp dir (its cwd must be
+# readable by that user: initdb and pg_ctl fail in an unreadable one).
+as_pg() {
+  if [[ $run_as == "$(id -un)" ]]; then
+    (cd "$dir" && "$@")
+  else
+    (cd "$dir" && runuser -u "$run_as" -- "$@")
+  fi
+}
+
+# True while process $1 runs. A daemon's exited process can stay a zombie for a
+# while (its parent is init, which may reap slowly), and kill -0 succeeds on one.
+alive() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ $state != Z* ]]
+}
+
+# Process $1 and all its descendants, children first.
+process_tree() {
+  local child
+  for child in $(pgrep -P "$1"); do process_tree "$child"; done
+  echo "$1"
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM HUP
+  if [[ -n $cmd_pid ]] && alive "$cmd_pid"; then
+    # Interrupted: stop CMD and what it started (a background CMD ignores
+    # SIGINT, and its children would outlive it and hold the server).
+    local pids
+    pids=$(process_tree "$cmd_pid")
+    # shellcheck disable=SC2086  # a list of pids
+    kill -TERM $pids 2>/dev/null
+    for _ in $(seq 100); do alive "$cmd_pid" || break; sleep 0.1; done
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null
+    wait "$cmd_pid" 2>/dev/null
+  fi
+  if [[ -n $bouncer_pidfile && -s $bouncer_pidfile ]]; then
+    local bpid
+    bpid=$(<"$bouncer_pidfile")
+    kill -TERM "$bpid" 2>/dev/null
+    for _ in $(seq 50); do alive "$bpid" || break; sleep 0.1; done
+    alive "$bpid" && kill -KILL "$bpid" 2>/dev/null
+  fi
+  if [[ -n $dir && -d $dir/data ]]; then
+    local ppid=""
+    [[ -s $dir/data/postmaster.pid ]] && ppid=$(head -n 1 "$dir/data/postmaster.pid")
+    as_pg "$pg_bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1
+    # pg_ctl waits for the postmaster, which waits for its children; this is a
+    # safety net for a postmaster that a test left in a bad state.
+    if [[ -n $ppid ]] && alive "$ppid"; then
+      # shellcheck disable=SC2046  # a list of pids
+      kill -KILL $(process_tree "$ppid") 2>/dev/null
+    fi
+  fi
+  if [[ -n $dir ]]; then
+    if [[ $status -ne 0 && -n ${CLOCK_TEST_KEEP_PG:-} ]]; then
+      echo "with-postgres: kept $dir for inspection (CLOCK_TEST_KEEP_PG is set)" >&2
+    else
+      rm -rf "$dir"
+    fi
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# --- the server -------------------------------------------------------------------
+
+dir=$(mktemp -d /tmp/clock-pg.XXXXXX) || die "cannot create a temp dir in /tmp"
+[[ $run_as == "$(id -un)" ]] || chown "$run_as:" "$dir" || die "cannot give $dir to $run_as"
+
+pg_port=$(shuf -i 20000-60000 -n 1)
+bouncer_port=$(shuf -i 20000-60000 -n 1)
+while [[ $bouncer_port == "$pg_port" ]]; do bouncer_port=$(shuf -i 20000-60000 -n 1); done
+
+if ! as_pg "$pg_bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C \
+  >"$dir/initdb.log" 2>&1; then
+  cat "$dir/initdb.log" >&2
+  die "initdb failed (as user $run_as in $dir)"
+fi
+
+# Speed over durability: the data is thrown away at the end anyway.
+cat >>"$dir/data/postgresql.conf" <<CONF
+
+# --- tests/helpers/with-postgres.sh ---
+listen_addresses = ''
+port = $pg_port
+unix_socket_directories = '$dir'
+max_connections = 300
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+log_line_prefix = '%m [%p] %q%u@%d '
+CONF
+
+if ! as_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start >/dev/null; then
+  tail -n 30 "$dir/postgres.log" >&2
+  die "PostgreSQL did not start (log above)"
+fi
+
+export CLOCK_TEST_PG_URL="host=$dir port=$pg_port user=postgres dbname=postgres"
+export CLOCK_TEST_PG_BIN=$pg_bin
+export CLOCK_TEST_PG_DATA=$dir/data
+export CLOCK_TEST_PG_LOG=$dir/postgres.log
+export CLOCK_TEST_PG_RUN_AS=$run_as
+
+# --- pgbouncer ----------------------------------------------------------------------
+
+if [[ -n $pgbouncer_bin ]]; then
+  bouncer_pidfile=$dir/pgbouncer.pid
+  # auth_type=trust still wants the user listed in auth_file. Every database
+  # name maps to the same-named database of our server ('*'), so per-test
+  # databases work through pgbouncer too. server_login_retry is short so that
+  # pgbouncer reconnects quickly after a server restart test; server_idle_timeout
+  # is short so idle server connections to a test's database don't linger.
+  echo '"postgres" ""' >"$dir/userlist.txt"
+  cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+* = host=$dir port=$pg_port
+
+[pgbouncer]
+listen_port = $bouncer_port
+unix_socket_dir = $dir
+auth_type = trust
+auth_file = $dir/userlist.txt
+admin_users = postgres
+pool_mode = transaction
+max_client_conn = 500
+default_pool_size = 20
+server_login_retry = 1
+server_idle_timeout = 10
+ignore_startup_parameters = extra_float_digits
+logfile = $dir/pgbouncer.log
+pidfile = $bouncer_pidfile
+INI
+  [[ $run_as == "$(id -un)" ]] || chown "$run_as:" "$dir/userlist.txt" "$dir/pgbouncer.ini"
+  if ! as_pg "$pgbouncer_bin" -q -d "$dir/pgbouncer.ini"; then
+    cat "$dir/pgbouncer.log" >&2 2>/dev/null
+    die "pgbouncer did not start"
+  fi
+  ready=false
+  for _ in $(seq 100); do
+    if "$pg_bin/pg_isready" -q -h "$dir" -p "$bouncer_port" -U postgres -d postgres; then
+      ready=true
+      break
+    fi
+    sleep 0.1
+  done
+  if ! $ready; then
+    cat "$dir/pgbouncer.log" >&2 2>/dev/null
+    die "pgbouncer did not accept connections within 10s"
+  fi
+  export CLOCK_TEST_PGBOUNCER_URL="host=$dir port=$bouncer_port user=postgres dbname=postgres"
+fi
+
+# --- CMD ------------------------------------------------------------------------------
+
+# CMD runs in the background so that a signal to this script is handled at once
+# (bash runs traps only after a foreground child ends); the trap then stops CMD
+# before the servers. A background command gets /dev/null as stdin unless told
+# otherwise, so pass ours on when we have one (CI runs with none at all).
+if { true <&0; } 2>/dev/null; then
+  "$@" <&0 &
+else
+  "$@" &
+fi
+cmd_pid=$!
+wait "$cmd_pid"
+status=$?
+cmd_pid=""
+exit "$status"

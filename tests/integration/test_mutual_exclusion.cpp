@@ -1,0 +1,157 @@
+// SPEC §5 mutual exclusion under real contention: many `clock run` processes
+// wrapping a read-pause-rewrite critical section must never overlap, never lose
+// an increment, and see strictly increasing fencing tokens.
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+
+using namespace clk::test;
+
+namespace {
+
+struct Section {
+  long long start = 0;
+  long long end = 0;
+  long long pid = 0;
+  std::string token;
+};
+
+std::vector<Section> read_log(const fs::path& path) {
+  std::vector<Section> sections;
+  std::istringstream in(read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    Section section;
+    fields >> section.start >> section.end >> section.pid >> section.token;
+    INFO("log line: " << line);
+    REQUIRE_FALSE(fields.fail());
+    sections.push_back(section);
+  }
+  std::sort(sections.begin(), sections.end(),
+            [](const Section& a, const Section& b) { return a.start < b.start; });
+  return sections;
+}
+
+// `clock run ARGS -- clock_critical_section counter log`, `iterations` times in a row.
+std::string looping_script(const std::string& run_args, int iterations) {
+  return "i=0\n"
+         "while [ \"$i\" -lt " +
+         std::to_string(iterations) +
+         " ]; do\n"
+         "  \"$T_CLOCK\" run " +
+         run_args +
+         " -- \"$T_CS\" \"$T_DIR/counter\" \"$T_DIR/log\" ||\n"
+         "    { status=$?; echo \"clock run exited $status on iteration $i\" >&2; exit 1; }\n"
+         "  i=$((i + 1))\n"
+         "done\n";
+}
+
+// Checks the invariants over the log: no two sections overlap, and tokens
+// (`check_tokens`) strictly increase in the order the sections ran.
+void check_sections(const std::vector<Section>& sections, bool check_tokens) {
+  int overlaps = 0;
+  int token_regressions = 0;
+  for (std::size_t i = 1; i < sections.size(); ++i) {
+    const Section& before = sections[i - 1];
+    const Section& after = sections[i];
+    if (after.start <= before.end) {
+      if (overlaps++ == 0) {
+        FAIL_CHECK("critical sections overlap: pid " << before.pid << " [" << before.start << ", "
+                                                     << before.end << "] and pid " << after.pid
+                                                     << " started at " << after.start);
+      }
+    }
+    if (check_tokens && std::stoll(after.token) <= std::stoll(before.token)) {
+      if (token_regressions++ == 0) {
+        FAIL_CHECK("token " << after.token << " (pid " << after.pid << ") follows token "
+                            << before.token << " (pid " << before.pid << ")");
+      }
+    }
+  }
+  CHECK(overlaps == 0);
+  CHECK(token_regressions == 0);
+}
+
+}  // namespace
+
+TEST_SUITE("stress") {
+  TEST_CASE(
+      "eight processes running fifty critical sections each never overlap and lose no "
+      "increment" *
+      doctest::timeout(900)) {
+    TestEnv env;
+    constexpr int k_processes = 8;
+    constexpr int k_iterations = 50;
+    std::vector<Command> commands(k_processes,
+                                  env.shell_command(looping_script("-r counter", k_iterations)));
+    std::vector<Result> results = run_all(commands, env.path("output"), 900s);
+    for (const auto& result : results)
+      CHECK_EXIT(result, 0);
+
+    CHECK(std::stoll("0" + read_file(env.path("counter"))) == k_processes * k_iterations);
+    std::vector<Section> sections = read_log(env.path("log"));
+    CHECK(sections.size() == k_processes * k_iterations);
+    for (const auto& section : sections) {
+      INFO("token: " << section.token);
+      REQUIRE(section.token != "-");
+    }
+    check_sections(sections, true);
+  }
+
+  TEST_CASE("holders of an ancestor and of its descendant never overlap" * doctest::timeout(600)) {
+    TestEnv env;
+    std::vector<Command> commands;
+    for (int i = 0; i < 3; ++i)
+      commands.push_back(env.shell_command(looping_script("-r tree", 15)));
+    for (int i = 0; i < 3; ++i) {
+      commands.push_back(env.shell_command(looping_script("-r tree.leaf.twig", 15)));
+    }
+    std::vector<Result> results = run_all(commands, env.path("output"), 600s);
+    for (const auto& result : results)
+      CHECK_EXIT(result, 0);
+
+    CHECK(std::stoll("0" + read_file(env.path("counter"))) == 6 * 15);
+    std::vector<Section> sections = read_log(env.path("log"));
+    CHECK(sections.size() == 6 * 15);
+    // Tokens are per resource, so only the overlap is checked across the two.
+    check_sections(sections, false);
+  }
+
+  TEST_CASE("a semaphore of two slots admits at most two holders at once" * doctest::timeout(600)) {
+    TestEnv env;
+    // Each section logs its start and end; at no instant may three be inside.
+    std::string script =
+        "i=0\n"
+        "while [ \"$i\" -lt 15 ]; do\n"
+        "  \"$T_CLOCK\" run -r pool --slots 2 -- \"$T_CS\" \"$T_DIR/counter.$$\" \"$T_DIR/log\" 20"
+        " || exit 1\n"
+        "  i=$((i + 1))\n"
+        "done\n";
+    std::vector<Command> commands(5, env.shell_command(script));
+    std::vector<Result> results = run_all(commands, env.path("output"), 600s);
+    for (const auto& result : results)
+      CHECK_EXIT(result, 0);
+
+    std::vector<Section> sections = read_log(env.path("log"));
+    REQUIRE(sections.size() == 5 * 15);
+    std::vector<std::pair<long long, int>> events;  // (time, +1 start / -1 end), ends first on ties
+    for (const auto& section : sections) {
+      events.emplace_back(section.start, +1);
+      events.emplace_back(section.end, -1);
+    }
+    std::sort(events.begin(), events.end());
+    int inside = 0;
+    int most = 0;
+    for (const auto& [time, delta] : events) {
+      inside += delta;
+      most = std::max(most, inside);
+    }
+    CHECK(most <= 2);
+  }
+}

@@ -1,0 +1,250 @@
+// clock run (SPEC §3): the child's status passes through, the lock is held
+// exactly while the child runs, signals reach the child, the child never
+// outlives a killed clock, and nested runs re-enter.
+#include <regex>
+#include <signal.h>
+#include <string>
+#include <sys/stat.h>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+
+using namespace clk::test;
+
+namespace {
+
+// The pid the child wrote to `file`, once it has.
+pid_t await_pid_file(const TestEnv& env, const std::string& file) {
+  pid_t pid = 0;
+  await(
+      [&] {
+        std::string text = read_file(env.path(file));
+        if (text.empty() || text.back() != '\n')
+          return false;
+        pid = static_cast<pid_t>(std::stol(text));
+        return true;
+      },
+      30s);
+  return pid;
+}
+
+}  // namespace
+
+TEST_SUITE("run") {
+  TEST_CASE("clock run passes the child's exit status through and releases the lock") {
+    TestEnv env;
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", "sh", "-c", "exit 42"}), 42);
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", "false"}), 1);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+  }
+
+  TEST_CASE("clock run holds the lock while the child runs and gives it CLOCK_ variables") {
+    TestEnv env;
+    std::string script = env.holding_script(
+        "child",
+        "printf '%s\\n%s\\n%s\\n' \"$CLOCK_OWNER\" \"$CLOCK_RESOURCE\" \"$CLOCK_TOKEN\" "
+        "> \"$T_DIR/vars\"");
+    auto run = env.spawn(env.clock_command({"run", "-r", "x", "--", "sh", "-c", script}));
+    REQUIRE(env.await_started("child"));
+
+    std::istringstream vars(read_file(env.path("vars")));
+    std::string owner, resource, token;
+    std::getline(vars, owner);
+    std::getline(vars, resource);
+    std::getline(vars, token);
+    CHECK(is_uuid(owner));
+    CHECK(resource == "x");
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["owner"] == owner);
+    CHECK(std::to_string(holders[0]["token"].get<long long>()) == token);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
+
+    env.let_go("child");
+    CHECK_EXIT(run->wait(30s), 0);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+  }
+
+  TEST_CASE("clock run with several -r holds all of them while the child runs") {
+    TestEnv env;
+    std::string script = env.holding_script(
+        "child", "printf '%s\\n%s\\n' \"$CLOCK_RESOURCE\" \"$CLOCK_TOKEN\" > \"$T_DIR/vars\"");
+    auto run =
+        env.spawn(env.clock_command({"run", "-r", "b", "-r", "a", "--", "sh", "-c", script}));
+    REQUIRE(env.await_started("child"));
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "a"}), 75);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "b"}), 75);
+
+    std::istringstream vars(read_file(env.path("vars")));
+    std::string resources, tokens;
+    std::getline(vars, resources);
+    std::getline(vars, tokens);
+    CHECK((resources == "a,b" || resources == "b,a"));
+    CHECK(std::regex_match(tokens, std::regex("[0-9]+,[0-9]+")));
+
+    env.let_go("child");
+    CHECK_EXIT(run->wait(30s), 0);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "a", "-r", "b"}), 0);
+  }
+
+  TEST_CASE("clock run -n of a held lock exits 75 without running the command") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "x"});
+    std::string touch = "touch \"$T_DIR/ran\"";
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "x", "--", "sh", "-c", touch}), 75);
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "x", "-E", "3", "--", "sh", "-c", touch}), 3);
+    CHECK_FALSE(fs::exists(env.path("ran")));
+  }
+
+  TEST_CASE("clock run -w 1s against a held lock exits 75 after about a second") {
+    TestEnv env;
+    env.acquire({"-r", "x"});
+    Result waited = env.clock({"run", "-w", "1s", "-r", "x", "--", "true"});
+    CHECK_EXIT(waited, 75);
+    CHECK(waited.seconds >= 0.8);
+    CHECK(waited.seconds <= 5.0);
+  }
+
+  TEST_CASE("clock run -r a -r b takes neither while another owner holds b") {
+    TestEnv env;
+    env.acquire({"-r", "b"});
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "a", "-r", "b", "--", "true"}), 75);
+    CHECK(env.holders_of("a").empty());
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "a"}), 0);
+  }
+
+  TEST_CASE("a child killed by SIGTERM makes clock run exit 143") {
+    TestEnv env;
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", "sh", "-c", "kill -TERM $$"}), 143);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+  }
+
+  TEST_CASE(
+      "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to clock run reach the "
+      "child") {
+    int number = 0;
+    std::string name;
+    SUBCASE("INT") {
+      number = SIGINT, name = "INT";
+    }
+    SUBCASE("TERM") {
+      number = SIGTERM, name = "TERM";
+    }
+    SUBCASE("HUP") {
+      number = SIGHUP, name = "HUP";
+    }
+    SUBCASE("QUIT") {
+      number = SIGQUIT, name = "QUIT";
+    }
+    SUBCASE("USR1") {
+      number = SIGUSR1, name = "USR1";
+    }
+    SUBCASE("USR2") {
+      number = SIGUSR2, name = "USR2";
+    }
+    CAPTURE(name);
+    TestEnv env;
+    std::string script = "trap 'echo " + name + " > \"$T_DIR/signal\"; exit 7' " + name + "\n" +
+                         env.holding_script("child");
+    auto run = env.spawn(env.clock_command({"run", "-r", "x", "--", "sh", "-c", script}));
+    REQUIRE(env.await_started("child"));
+    run->signal(number);
+    Result result = run->wait(30s);
+    CHECK_EXIT(result, 7);
+    CHECK(read_file(env.path("signal")) == name + "\n");
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+  }
+
+  TEST_CASE("kill -9 of clock run takes its child down") {
+    TestEnv env;
+    auto run = env.spawn(env.clock_command(
+        {"run", "-r", "x", "--", "sh", "-c", "echo $$ > \"$T_DIR/pid\"; exec sleep 1000"}));
+    pid_t child = await_pid_file(env, "pid");
+    REQUIRE(child > 0);
+    REQUIRE(await([&] { return process_alive(child); }, 10s));
+
+    run->signal(SIGKILL);
+    Result killed = run->wait(10s);
+    CHECK(killed.status == 128 + SIGKILL);
+    bool gone = await([&] { return !process_alive(child); }, 5s);
+    if (!gone)
+      kill(child, SIGKILL);  // do not leave it behind
+    CHECK_MESSAGE(gone, "the child of a killed clock run kept running");
+    // A crash never frees the lock early: the lease stays until its TTL.
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
+  }
+
+  TEST_CASE("a nested clock run on the same resource re-enters instead of deadlocking") {
+    TestEnv env;
+    std::string inner = "echo \"$CLOCK_TOKEN\" > \"$T_DIR/inner\"";
+    std::string outer =
+        "echo \"$CLOCK_TOKEN\" > \"$T_DIR/outer\"\n"
+        "exec \"$T_CLOCK\" run -w 5s -r x -- sh -c '" +
+        inner + "'";
+    Result nested = env.clock({"run", "-r", "x", "--", "sh", "-c", outer}, {}, 60s);
+    CHECK_EXIT(nested, 0);
+    std::string outer_token = read_file(env.path("outer"));
+    CHECK_FALSE(outer_token.empty());
+    CHECK(read_file(env.path("inner")) == outer_token);      // re-entry keeps the token
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);  // both levels released
+  }
+
+  TEST_CASE("a command that does not exist exits 127 and the lock is released at once") {
+    TestEnv env;
+    Result missing = env.clock({"run", "-r", "x", "--", "/nonexistent/command"});
+    CHECK_EXIT(missing, 127);
+    CHECK(missing.err_lines().size() == 1);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+    CHECK_EXIT(env.clock({"run", "-r", "y", "--", "no-such-command-in-path"}), 127);
+  }
+
+  TEST_CASE("a command that cannot be executed exits 126 and the lock is released at once") {
+    TestEnv env;
+    write_file(env.path("not-executable"), "#!/bin/sh\necho hi\n");
+    fs::permissions(env.path("not-executable"), fs::perms::owner_read | fs::perms::owner_write,
+                    fs::perm_options::replace);
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", env.path("not-executable").string()}), 126);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+  }
+
+  TEST_CASE("the child's stdin and stdout are clock run's own") {
+    TestEnv env;
+    Command cat = env.clock_command({"run", "-r", "x", "--", "cat"});
+    cat.stdin_text = "line one\nline two\n";
+    Result result = run(cat, env.path("output"));
+    CHECK_EXIT(result, 0);
+    CHECK(result.out == "line one\nline two\n");
+  }
+
+  TEST_CASE("a TTL too short to renew in time is refused at start") {
+    TestEnv env;
+    Result refused = env.clock({"run", "-r", "x", "--ttl", "1s", "--kill-after", "10s", "--", "sh",
+                                "-c", "touch \"$T_DIR/ran\""});
+    CHECK_EXIT(refused, 64);
+    CHECK(refused.err_lines().size() == 1);
+    CHECK_FALSE(fs::exists(env.path("ran")));
+  }
+
+  TEST_CASE("a lease lost while the child runs stops the child and exits 79") {
+    TestEnv env;
+    std::string script =
+        "trap 'echo stopped > \"$T_DIR/term\"; exit 0' TERM\n" + env.holding_script("child");
+    auto run =
+        env.spawn(env.clock_command({"run", "-r", "x", "--ttl", "30s", "--heartbeat", "500ms",
+                                     "--kill-after", "2s", "--", "sh", "-c", script}));
+    REQUIRE(env.await_started("child"));
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--force"}), 0);
+    Acquired other = env.acquire({"-n", "-r", "x"});  // someone else now holds it
+
+    Result lost = run->wait(60s);
+    CHECK_EXIT(lost, 79);
+    CHECK(read_file(env.path("term")) == "stopped\n");
+    CHECK_FALSE(lost.err_lines().empty());
+    // The new holder keeps its lease.
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["owner"] == other.owner);
+  }
+}
