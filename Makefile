@@ -27,6 +27,7 @@ CTEST_FLAGS ?= --output-on-failure --no-tests=error --timeout 300 -j$(CTEST_JOBS
 # Sanitizer settings for the tests of build-asan; UBSan already aborts on the
 # first error (-fno-sanitize-recover=all in CMakeLists.txt).
 SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
+                 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
                  UBSAN_OPTIONS=print_stacktrace=1
 
 # The C++ sources, tracked or new, never those of a build directory.

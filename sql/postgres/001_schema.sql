@@ -129,7 +129,11 @@ AS $$ SELECT hashtextextended('@schema_name@' || E'\n' || p_namespace || E'\n' |
 -- Takes the hierarchy locks of a request in one canonical order (by key), so
 -- two requests over the same hierarchies never wait for each other in a
 -- cycle. Held until the calling transaction ends.
-CREATE FUNCTION @schema@.lock_hierarchies(p_namespace text, p_resources text[]) RETURNS void
+-- With p_wait false (clock acquire -n) the locks are only tried: a
+-- hierarchy locked by another open transaction raises lock_not_available
+-- at once, which the store reports as "held", not as an outage.
+CREATE FUNCTION @schema@.lock_hierarchies(p_namespace text, p_resources text[],
+                                          p_wait boolean DEFAULT true) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   v_key bigint;
@@ -138,7 +142,12 @@ BEGIN
     SELECT DISTINCT @schema@.lock_key(p_namespace, split_part(r, '.', 1))
     FROM unnest(p_resources) AS r ORDER BY 1
   LOOP
-    PERFORM pg_advisory_xact_lock(v_key);
+    IF p_wait THEN
+      PERFORM pg_advisory_xact_lock(v_key);
+    ELSIF NOT pg_try_advisory_xact_lock(v_key) THEN
+      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = 'another transaction holds locks under the same top-level name';
+    END IF;
   END LOOP;
 END $$;
 

@@ -339,7 +339,7 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'try_acquire: invalid mode, slots, ttl, owner or request id';
   END IF;
-  PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
+  PERFORM @schema@.lock_hierarchies(p_namespace, p_resources, p_queue);
   v_now := clock_timestamp();  -- after the locks: see the header
   v_expires := CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END;
   FOR i IN 1 .. cardinality(p_resources) LOOP
@@ -361,8 +361,28 @@ BEGIN
   END LOOP;
   IF v_expired > 0 THEN PERFORM @schema@.notify_change(); END IF;
 
-  IF cardinality(v_blockers) > 0 THEN
+  -- Deadlock search only where a cycle can close: the first blocked attempt
+  -- of a request (a cycle formed later is closed, and found, by the request
+  -- that forms it), by an owner that others can be waiting for (it holds a
+  -- live lease or queue entry). Re-attempts of a queued request skip it, so
+  -- many waiters polling cost little under the hierarchy lock.
+  IF cardinality(v_blockers) > 0
+     AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
+                     WHERE owner = p_owner AND request_id = p_request_id
+                       AND expires_at > v_now)
+     AND (EXISTS (SELECT 1 FROM @schema@.leases
+                  WHERE owner = p_owner AND (expires_at IS NULL OR expires_at > v_now))
+          OR EXISTS (SELECT 1 FROM @schema@.waiters
+                     WHERE owner = p_owner AND expires_at > v_now)) THEN
+    -- Two owners asking for each other's locks at the same moment hold
+    -- different hierarchy locks, so each could search before the other's
+    -- queue entry is committed and neither would see the cycle. Searches (and
+    -- the enqueue that follows, until commit) take turns under one lock; the
+    -- statements after it see every earlier searcher's committed entry.
+    PERFORM pg_advisory_xact_lock(hashtextextended('@schema_name@' || E'\n' || 'deadlock search', 0));
     v_cycle := @schema@.find_cycle(p_owner, p_host, v_blockers, v_blocked_on, v_hosts, v_now);
+  END IF;
+  IF cardinality(v_blockers) > 0 THEN
     IF v_cycle IS NOT NULL THEN
       -- Not queued, and out of the queue: the others can proceed.
       DELETE FROM @schema@.waiters

@@ -4,7 +4,7 @@
 #include <regex>
 
 #include "error.hpp"
-#include "store/postgres_store.hpp"
+#include "store/postgres_module.hpp"
 #include "store/sqlite_store.hpp"
 
 namespace clk::store {
@@ -62,13 +62,14 @@ std::unique_ptr<Store> open_store(const StoreOptions& options) {
     case Backend::sqlite:
       return make_sqlite_store(options);
     case Backend::postgres:
-      return make_postgres_store(options);
+      return open_postgres_store(options);
   }
   throw Error(ExitCode::internal, "unknown backend");
 }
 
 std::string schema_sql(Backend backend, const std::string& pg_schema) {
-  return backend == Backend::sqlite ? sqlite_schema_sql() : postgres_schema_sql(pg_schema);
+  return backend == Backend::sqlite ? sqlite_schema_sql()
+                                    : postgres_schema_sql_from_module(pg_schema);
 }
 
 }  // namespace clk::store

@@ -158,16 +158,25 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
       request.request_id.empty() ? fresh_request_id() : request.request_id;
   // Retried once after a dropped connection: the request id makes a grant
   // that did take effect come back unchanged instead of re-entering.
-  auto reply = pg::parse_acquire(m_impl->call(
-      "acquire", "try_acquire",
-      "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
-      " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond'",
-      {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
-       std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
-       request_id, boolean(queue), request.info.host, request.info.ip,
-       std::to_string(request.info.pid), request.info.user, request.info.command,
-       microseconds_of(request.info.started)},
-      pg::Retry::if_broken));
+  pg::AcquireReply reply;
+  try {
+    reply = pg::parse_acquire(m_impl->call(
+        "acquire", "try_acquire",
+        "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
+        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond'",
+        {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
+         std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
+         request_id, boolean(queue), request.info.host, request.info.ip,
+         std::to_string(request.info.pid), request.info.user, request.info.command,
+         microseconds_of(request.info.started)},
+        pg::Retry::if_broken));
+  } catch (const pg::HierarchyBusy&) {
+    // Another program holds these resources' hierarchy in an open
+    // transaction: blocked, like any holder (-n: 75; a waiter tries again).
+    Attempt blocked;
+    blocked.outcome = Outcome::blocked;
+    return blocked;
+  }
   if (reply.refusal == "slots_mismatch")
     throw Error(ExitCode::usage, slots_message(reply));
   if (reply.refusal == "upgrade") {

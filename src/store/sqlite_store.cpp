@@ -97,6 +97,7 @@ class SqliteStore final : public Store {
   void dequeue(const LockRequest& request);
   Grant grant(const LockRequest& request, const lock::Resource& resource, std::int64_t now);
   Grant reenter(const LockRequest& request, const LeaseRow& held, std::int64_t now);
+  bool may_close_cycle(const LockRequest& request, std::int64_t now);
   std::optional<std::string> find_cycle(const LockRequest& request,
                                         const std::vector<lock::Lease>& blocking_leases,
                                         const std::vector<lock::Waiter>& blocking_waiters,
@@ -368,7 +369,10 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     own_leases.push_back(std::move(own));
   }
   if (!attempt.blocking_leases.empty() || !attempt.blocking_waiters.empty()) {
-    if (auto cycle = find_cycle(request, attempt.blocking_leases, attempt.blocking_waiters, now)) {
+    auto cycle = may_close_cycle(request, now)
+                     ? find_cycle(request, attempt.blocking_leases, attempt.blocking_waiters, now)
+                     : std::nullopt;
+    if (cycle) {
       dequeue(request);
       attempt.outcome = Outcome::deadlock;
       attempt.cycle = *cycle;
@@ -389,6 +393,23 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   tx.commit();
   attempt.outcome = Outcome::granted;
   return attempt;
+}
+
+// Only the first blocked attempt of a request (a cycle formed later is
+// closed, and found, by the request that forms it), by an owner that others
+// can be waiting for (it holds a live lease or queue entry), can close a
+// cycle. Re-attempts of a queued request skip the search, so many waiters
+// polling cost little.
+bool SqliteStore::may_close_cycle(const LockRequest& request, std::int64_t now) {
+  auto stmt = m_db.prepare(
+      "SELECT NOT EXISTS (SELECT 1 FROM waiters WHERE owner = ?1 AND request_id = ?2"
+      "                     AND expires_at > ?3)"
+      "   AND (EXISTS (SELECT 1 FROM leases WHERE owner = ?1"
+      "                  AND (expires_at IS NULL OR expires_at > ?3))"
+      "        OR EXISTS (SELECT 1 FROM waiters WHERE owner = ?1 AND expires_at > ?3))");
+  stmt.bind(1, request.owner.str()).bind(2, request.request_id).bind(3, now);
+  stmt.step();
+  return stmt.integer(0) != 0;
 }
 
 // Follows "waits for" edges from the owners in our way: an owner waiting (in
@@ -648,11 +669,12 @@ GcReport SqliteStore::gc(const GcOptions& options) {
     std::vector<LeaseRow> rows;
     while (find.step())
       rows.push_back(sqlite::read_lease(find));
+    auto found = static_cast<std::int64_t>(rows.size());  // before rows is moved from
     if (!options.dry_run)
       live_leases_dropping_expired(std::move(rows), now);
     tx.commit();
-    report.expired_leases += static_cast<std::int64_t>(rows.size());
-    if (static_cast<std::int64_t>(rows.size()) < batch)
+    report.expired_leases += found;
+    if (found < batch)
       break;
   }
   auto count_or_delete = [&](const char* count_sql, const char* delete_sql, std::int64_t cutoff) {

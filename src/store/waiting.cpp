@@ -29,7 +29,9 @@ std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
            waiter.resource.str() + ", first " + waiter.info.host + " pid " +
            std::to_string(waiter.info.pid);
   }
-  return "the lock is taken";
+  // No row explains it: another program holds these names in an open
+  // transaction of its own (PostgreSQL functions called directly).
+  return "another transaction holds locks under the same top-level name";
 }
 
 Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& policy,

@@ -186,9 +186,10 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
                         "(clock_app to lock, clock_operator for --force and gc)");
       }
       if (state == "55P03" || state == "57014") {
-        throw Error(ExitCode::unavailable,
-                    op + " timed out waiting for another transaction on the same resources (" +
-                        reason + "); retry");
+        throw HierarchyBusy(
+            ExitCode::unavailable,
+            op + " timed out waiting for another transaction on the same resources (" + reason +
+                "); retry");
       }
       if (state == "25006") {
         throw Error(ExitCode::unavailable,

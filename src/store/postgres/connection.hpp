@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "error.hpp"
+
 namespace clk::store::postgres {
 
 using Params = std::vector<std::optional<std::string>>;  // nullopt: SQL NULL
@@ -20,6 +22,14 @@ using Params = std::vector<std::optional<std::string>>;  // nullopt: SQL NULL
 // one broke with the outcome unknown: only for calls that take effect once
 // however often they are sent.
 enum class Retry { if_broken, never };
+
+// The resources' hierarchy is locked by another open transaction (a program
+// holding a clock lock inside its own transaction): for an acquire this means
+// "held", not "backend unavailable".
+class HierarchyBusy : public clk::Error {
+ public:
+  using clk::Error::Error;
+};
 
 class Connection {
  public:

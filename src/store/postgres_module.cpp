@@ -1,0 +1,87 @@
+// dlopen of the PostgreSQL module. It stays loaded until the process exits:
+// the Store it makes runs its code.
+#include "store/postgres_module.hpp"
+
+#include <array>
+#include <dlfcn.h>
+#include <filesystem>
+#include <unistd.h>
+#include <vector>
+
+#include "error.hpp"
+#include "store/postgres_plugin.hpp"
+
+namespace clk::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int k_module_abi = 1;
+constexpr const char* k_module_file = "clock-postgres.so";
+
+fs::path executable_folder() {
+  std::array<char, 4096> path{};
+  auto length = readlink("/proc/self/exe", path.data(), path.size() - 1);
+  if (length <= 0)
+    return {};
+  return fs::path(std::string(path.data(), static_cast<std::size_t>(length))).parent_path();
+}
+
+struct Module {
+  decltype(&clock_postgres_open) open = nullptr;
+  decltype(&clock_postgres_schema_sql) schema_sql = nullptr;
+};
+
+Module load() {
+  // Next to the binary (a build tree), in the module folder relative to it (an
+  // install unpacked elsewhere, as `dpkg -x` does), then where it was installed.
+  auto folder = executable_folder();
+  std::vector<fs::path> candidates = {
+      folder / k_module_file, folder.parent_path() / CLOCK_POSTGRES_MODULE_SUBDIR / k_module_file,
+      fs::path(CLOCK_POSTGRES_MODULE_DIR) / k_module_file};
+  std::string tried;
+  for (const auto& candidate : candidates) {
+    std::error_code error;
+    if (!fs::exists(candidate, error)) {
+      tried += (tried.empty() ? "" : ", ") + candidate.string();
+      continue;
+    }
+    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      throw Error(ExitCode::config,
+                  "cannot load the PostgreSQL module " + candidate.string() + ": " + dlerror());
+    }
+    auto* abi = static_cast<const int*>(dlsym(handle, "clock_postgres_module_abi"));
+    Module module{
+        reinterpret_cast<decltype(&clock_postgres_open)>(dlsym(handle, "clock_postgres_open")),
+        reinterpret_cast<decltype(&clock_postgres_schema_sql)>(
+            dlsym(handle, "clock_postgres_schema_sql"))};
+    if (!abi || *abi != k_module_abi || !module.open || !module.schema_sql) {
+      throw Error(ExitCode::config, "the PostgreSQL module " + candidate.string() +
+                                        " does not match this clock binary; reinstall clock");
+    }
+    return module;
+  }
+  throw Error(ExitCode::config, "PostgreSQL support is not installed: no " +
+                                    std::string(k_module_file) + " in " + tried +
+                                    " (install the clock package, or build the clock_postgres "
+                                    "target)");
+}
+
+const Module& module() {
+  static const Module loaded = load();
+  return loaded;
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_postgres_store(const StoreOptions& options) {
+  return std::unique_ptr<Store>(module().open(options));
+}
+
+std::string postgres_schema_sql_from_module(const std::string& pg_schema) {
+  return module().schema_sql(pg_schema);
+}
+
+}  // namespace clk::store

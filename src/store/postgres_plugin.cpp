@@ -1,0 +1,17 @@
+// The exported entry points of the PostgreSQL module.
+#include "store/postgres_plugin.hpp"
+
+#include "store/postgres_store.hpp"
+
+extern "C" {
+
+const int clock_postgres_module_abi = 1;
+
+clk::store::Store* clock_postgres_open(const clk::store::StoreOptions& options) {
+  return clk::store::make_postgres_store(options).release();
+}
+
+std::string clock_postgres_schema_sql(const std::string& pg_schema) {
+  return clk::store::postgres_schema_sql(pg_schema);
+}
+}

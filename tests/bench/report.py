@@ -1,0 +1,194 @@
+"""The table of tests/bench: which results are compared with which, and the
+targets of the issue. One row per comparison; a row whose results are missing
+(a part that was skipped or failed) says so instead of breaking the table.
+
+Verdicts: "ok" (target met), "MISS" (target missed), "info" (no target: a
+reference point that helps read the others).
+"""
+
+
+def fmt_ms(ms):
+    if ms >= 10_000:
+        return f"{ms / 1000:.1f} s"
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    return f"{ms:.1f} ms"
+
+
+def fmt(value, unit):
+    if unit == "ms":
+        return fmt_ms(value)
+    if unit == "MiB":
+        return f"{value:.2f} MiB"
+    if unit == "q/s":
+        return f"{value:.1f} q/s"
+    if unit == "ops/s":
+        return f"{value:.1f} ops/s"
+    return f"{value:g} {unit}".strip()
+
+
+class Table:
+    def __init__(self, results):
+        self.results = results
+        self.rows = []
+        self.misses = 0
+
+    def get(self, key, field="median"):
+        record = self.results.get(key)
+        return None if record is None else record.get(field)
+
+    def row(self, number, what, mine, peer=None, ratio=None, target=None, ok=None):
+        """mine/peer: text; ratio: float or None; ok: True/False, or None for info."""
+        if ok is None:
+            verdict = "info"
+        elif ok:
+            verdict = "ok"
+        else:
+            verdict = "**MISS**"
+            self.misses += 1
+        self.rows.append((number, what, mine, peer or "", "" if ratio is None else f"{ratio:.2f}×",
+                          target or "", verdict))
+
+    def missing(self, number, what, keys):
+        absent = [k for k in keys if k not in self.results]
+        self.rows.append((number, what, "not measured: " + ", ".join(absent), "", "", "", "—"))
+
+    def compare(self, number, what, key, peer_key, peer_name, limit=None, field="median",
+                unit="ms", higher_is_better=False, target_text=None):
+        """A row comparing key with peer_key on field; limit bounds the ratio.
+        Where the CPU time is known it follows in brackets: on a busy machine
+        the wall time grows with every wait for a core, the CPU time does not."""
+        mine, theirs = self.get(key, field), self.get(peer_key, field)
+        if mine is None or theirs is None:
+            return self.missing(number, what, [key, peer_key])
+        cpu_mine, cpu_theirs = self.get(key, "cpu_median"), self.get(peer_key, "cpu_median")
+        ratio = mine / theirs
+        ok = None
+        if limit is not None:
+            ok = ratio >= limit if higher_is_better else ratio <= limit
+        target = target_text or (None if limit is None else
+                                 (f"≥ {limit:g}×" if higher_is_better else f"≤ {limit:g}×"))
+        mine_text, theirs_text = fmt(mine, unit), f"{peer_name} {fmt(theirs, unit)}"
+        if cpu_mine is not None and cpu_theirs is not None:
+            mine_text += f" (CPU {fmt_ms(cpu_mine)})"
+            theirs_text += f" (CPU {fmt_ms(cpu_theirs)})"
+        self.row(number, what, mine_text, theirs_text, ratio, target, ok)
+
+    def absolute(self, number, what, key, field="median", unit="ms", limit=None, shown=None,
+                 extra=""):
+        value = self.get(key, field)
+        if value is None:
+            return self.missing(number, what, [key])
+        ok = None if limit is None else value < limit
+        target = None if limit is None else f"< {fmt(limit, unit)}"
+        self.row(number, what, (shown or fmt(value, unit)) + extra, None, None, target, ok)
+
+    def render(self):
+        head = ("#", "measurement", "clock", "peer / reference", "ratio", "target", "result")
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        for row in self.rows:
+            lines.append("| " + " | ".join(str(c) for c in row) + " |")
+        return "\n".join(lines)
+
+
+def uncontended(t):
+    t.compare("1", "uncontended `X -- true`: `clock run` SQLite vs `flock`",
+              "m1.sqlite", "m1.flock", "flock", 1.5)
+    t.compare("1", "… PostgreSQL (unix socket) vs `etcdctl lock`",
+              "m1.pg", "m1.etcd", "etcdctl", 0.6)
+    t.compare("1", "… PostgreSQL vs one bare connection + one query (`pgbench -C`)",
+              "m1.pg", "m1.pgbench", "pgbench -C", 1.3)
+    t.compare("1", "… PostgreSQL vs `psql` advisory lock + `\\! true` + unlock",
+              "m1.pg", "m1.psql", "psql")
+    t.compare("1", "… PostgreSQL through pgbouncer vs `etcdctl lock`",
+              "m1.pgbouncer", "m1.etcd", "etcdctl", 0.25)
+    t.compare("1", "… process floor: `clock --version` vs `flock`",
+              "m1.version", "m1.flock", "flock")
+
+
+def contended(t):
+    for key, name, peer_key, peer, limit in (
+            ("m2.pg", "PostgreSQL", "m2.etcd", "etcdctl", 2.0),
+            ("m2.pgbouncer", "PostgreSQL via pgbouncer", "m2.etcd", "etcdctl", None),
+            ("m2.sqlite", "SQLite", "m2.flock", "flock", None),
+            ("m2.sqlite", "SQLite", "m2.etcd", "etcdctl", None)):
+        mine, theirs = t.get(key, "throughput"), t.get(peer_key, "throughput")
+        if mine is None or theirs is None:
+            t.missing("2", f"contended 8×25 throughput, {name} vs {peer}", [key, peer_key])
+            continue
+        wall, peer_wall = t.get(key), t.get(peer_key)
+        t.row("2", f"contended 8×25, empty section: throughput, {name} vs `{peer}`",
+              f"{mine:.0f} ops/s ({fmt_ms(wall)})", f"{peer} {theirs:.0f} ops/s ({fmt_ms(peer_wall)})",
+              mine / theirs, None if limit is None else f"≥ {limit:g}×",
+              None if limit is None else mine / theirs >= limit)
+
+
+def handover(t):
+    for key, name, limit in (("m3.pg", "PostgreSQL", 5.0), ("m3.sqlite", "SQLite", 20.0),
+                             ("m3.pgbouncer", "PostgreSQL via pgbouncer", None)):
+        p50, p99, n = t.get(key, "median"), t.get(key, "p99"), t.get(key, "n")
+        if p50 is None:
+            t.missing("3", f"hand-over, {name}", [key])
+            continue
+        t.row("3", f"hand-over release → next child start, {name}: p50 (p99) of {n}",
+              f"{fmt_ms(p50)} ({fmt_ms(p99)})", None, None,
+              None if limit is None else f"p50 ≤ {limit:g} ms",
+              None if limit is None else p50 <= limit)
+
+
+def scale(t):
+    for backend, name in (("sqlite", "SQLite"), ("pg", "PostgreSQL")):
+        t.compare("4", f"`acquire` with 1,000,000 vs 1,000 unrelated held leases, {name}",
+                  f"m4.{backend}.acquire_1m", f"m4.{backend}.acquire_1k", "1,000:", 1.2)
+        t.absolute("4", f"`status` with 100,000 held leases, {name}",
+                   f"m4.{backend}.status_100k", limit=1000.0)
+        left = t.get(f"m4.{backend}.gc_left")
+        duration = t.get(f"m4.{backend}.gc", "duration")
+        if duration is None or left is None:
+            t.missing("4", f"`gc` of 1,000,000 expired leases, {name}",
+                      [f"m4.{backend}.gc", f"m4.{backend}.gc_left"])
+        else:
+            t.row("4", f"`gc` of 1,000,000 expired leases, {name}: time (expired left after it)",
+                  f"{fmt_ms(duration)} ({left:,.0f} left)", None, None, "0 left", left == 0)
+        stall, worst, base = (t.get(f"m4.{backend}.gc", f) for f in ("stall", "worst", "baseline"))
+        if stall is not None:
+            # A gc that stopped early did not do the work whose stall is asked about.
+            judged = left == 0
+            t.row("4", f"… longest stall of a concurrent `acquire` during that `gc`, {name}",
+                  fmt_ms(stall) + ("" if judged else " (not judged: gc stopped early)"),
+                  f"slowest {fmt_ms(worst)} vs usual {fmt_ms(base)}", None,
+                  "≤ 100 ms", (stall <= 100.0) if judged else None)
+
+
+def waiting(t):
+    qps, xps = t.get("m5.pg", "median"), t.get("m5.pg", "xact_per_s")
+    n, secs = t.get("m5.pg", "waiters"), t.get("m5.pg", "seconds")
+    if qps is None:
+        return t.missing("5", "cost of 200 blocked waiters on PostgreSQL", ["m5.pg"])
+    alive, gave_up = t.get("m5.pg", "running_after"), t.get("m5.pg", "gave_up")
+    text = f"{qps:.1f} q/s"
+    if alive is not None and alive < n:
+        text += f"; only {alive:.0f} of {n:.0f} still waiting ({gave_up})"
+    t.row("5", f"{n:.0f} blocked waiters on PostgreSQL for {secs:.0f} s: statements/s they cause",
+          text, f"xact_commit: {xps:.1f} tx/s", None, "< 50 q/s, all waiting",
+          qps < 50 and (alive is None or alive >= n))
+
+
+def memory(t):
+    for key, name in (("m6.sqlite", "SQLite"), ("m6.pg", "PostgreSQL"),
+                      ("m6.pgbouncer", "PostgreSQL via pgbouncer")):
+        t.absolute("6", f"peak RSS of `clock run` while its child runs, {name}", key,
+                   unit="MiB", limit=12.0)
+    for key, name in (("m6.flock", "`flock`"), ("m6.etcd", "`etcdctl lock`")):
+        t.absolute("6", f"peak RSS of {name} while its child runs (reference)", key, unit="MiB")
+
+
+def render(results, title, notes):
+    t = Table(results)
+    for part in (uncontended, contended, handover, scale, waiting, memory):
+        part(t)
+    out = [f"## {title}", ""]
+    out += [f"- {note}" for note in notes]
+    out += ["", t.render(), "",
+            f"{t.misses} target(s) missed." if t.misses else "Every target met."]
+    return "\n".join(out)

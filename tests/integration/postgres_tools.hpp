@@ -1,0 +1,94 @@
+// What the PostgreSQL tests need beyond the harness: a psql session driven
+// statement by statement (so that a transaction stays open while clock runs),
+// stopping and starting the shared test server (tests/helpers/pg-ctl.sh), the
+// pgbouncer URL of a test's database, and the critical-section log checks of
+// the contention tests.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace clk::test::pg {
+
+// True when the suite runs against PostgreSQL (CLOCK_TEST_BACKEND=postgres).
+bool enabled();
+
+// `dbname` of a libpq keyword string or postgresql:// URL ("" if none).
+std::string dbname_of(const std::string& url);
+// The same string naming database `dbname` instead.
+std::string with_dbname(const std::string& url, const std::string& dbname);
+// The test's database through pgbouncer (CLOCK_TEST_PGBOUNCER_URL); "" when
+// no pgbouncer runs.
+std::string pgbouncer_url(const TestEnv& env);
+
+// A psql process whose stdin the test writes one step at a time; its stdout
+// and stderr are read back. Killed (with its process group) when destroyed.
+class PsqlSession {
+ public:
+  // psql -X -A -t -q -v ON_ERROR_STOP=1 -d `url`, with the test's environment.
+  PsqlSession(const TestEnv& env, const std::string& url);
+  ~PsqlSession();
+  PsqlSession(const PsqlSession&) = delete;
+  PsqlSession& operator=(const PsqlSession&) = delete;
+
+  // Sends `sql` (adding a missing final semicolon) and waits until psql has
+  // executed it; returns what psql printed for it (tuples only, unaligned, errors included). Throws
+  // std::runtime_error, with everything psql printed, if psql exits first
+  // (an error under ON_ERROR_STOP) or does not finish within `timeout`.
+  std::string execute(const std::string& sql, milliseconds timeout = 30s);
+  // Closes psql's stdin and returns its exit status (-1: killed after `timeout`).
+  int finish(milliseconds timeout = 30s);
+
+ private:
+  std::string read_until(const std::string& marker, milliseconds timeout);
+  pid_t m_pid = -1;
+  int m_in = -1;   // our end of psql's stdin
+  int m_out = -1;  // our end of psql's stdout and stderr
+  bool m_exited = false;
+  int m_counter = 0;
+  std::string m_buffer;      // read but not yet returned
+  std::string m_transcript;  // everything psql printed, for failure messages
+};
+
+// `tests/helpers/pg-ctl.sh ACTION [ARGS…]` on the server of with-postgres.sh.
+Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args,
+              milliseconds timeout = 120s);
+// True when `psql -c 'select 1'` succeeds on the server (CLOCK_TEST_PG_URL).
+bool server_answers(const TestEnv& env);
+
+// Makes sure, when it goes out of scope, that the shared server is up again
+// (starting it if it is down) and answers, even if the test failed halfway:
+// the following tests use the same server. Declare it after the TestEnv, so
+// that it runs first and the TestEnv can drop its database.
+class ServerRestorer {
+ public:
+  explicit ServerRestorer(const TestEnv& env) : m_env(env) {}
+  ~ServerRestorer();
+  ServerRestorer(const ServerRestorer&) = delete;
+  ServerRestorer& operator=(const ServerRestorer&) = delete;
+
+ private:
+  const TestEnv& m_env;
+};
+
+// One line of clock_critical_section's log: "start_ns end_ns pid token".
+struct Section {
+  long long start = 0;
+  long long end = 0;
+  long long pid = 0;
+  std::string token;
+};
+
+// The log's sections, sorted by start.
+std::vector<Section> read_sections(const fs::path& path);
+// `clock run RUN_ARGS -- clock_critical_section counter log`, `iterations`
+// times in a row; exits 1 on the first failing run.
+std::string looping_script(const std::string& run_args, int iterations);
+// No two sections overlap, and every section has a token strictly larger
+// than the one before it (the lock's grant order).
+void check_sections(const std::vector<Section>& sections);
+
+}  // namespace clk::test::pg
