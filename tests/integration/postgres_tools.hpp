@@ -1,8 +1,7 @@
 // What the PostgreSQL tests need beyond the harness: a psql session driven
 // statement by statement (so that a transaction stays open while clock runs),
 // stopping and starting the shared test server (tests/helpers/pg-ctl.sh), the
-// pgbouncer URL of a test's database, and the critical-section log checks of
-// the contention tests.
+// pgbouncer URL of a test's database.
 #pragma once
 
 #include <string>
@@ -73,22 +72,5 @@ class ServerRestorer {
  private:
   const TestEnv& m_env;
 };
-
-// One line of clock_critical_section's log: "start_ns end_ns pid token".
-struct Section {
-  long long start = 0;
-  long long end = 0;
-  long long pid = 0;
-  std::string token;
-};
-
-// The log's sections, sorted by start.
-std::vector<Section> read_sections(const fs::path& path);
-// `clock run RUN_ARGS -- clock_critical_section counter log`, `iterations`
-// times in a row; exits 1 on the first failing run.
-std::string looping_script(const std::string& run_args, int iterations);
-// No two sections overlap, and every section has a token strictly larger
-// than the one before it (the lock's grant order).
-void check_sections(const std::vector<Section>& sections);
 
 }  // namespace clk::test::pg

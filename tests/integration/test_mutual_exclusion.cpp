@@ -9,76 +9,9 @@
 #include <doctest/doctest.h>
 
 #include "harness.hpp"
+#include "sections.hpp"
 
 using namespace clk::test;
-
-namespace {
-
-struct Section {
-  long long start = 0;
-  long long end = 0;
-  long long pid = 0;
-  std::string token;
-};
-
-std::vector<Section> read_log(const fs::path& path) {
-  std::vector<Section> sections;
-  std::istringstream in(read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    Section section;
-    fields >> section.start >> section.end >> section.pid >> section.token;
-    INFO("log line: " << line);
-    REQUIRE_FALSE(fields.fail());
-    sections.push_back(section);
-  }
-  std::sort(sections.begin(), sections.end(),
-            [](const Section& a, const Section& b) { return a.start < b.start; });
-  return sections;
-}
-
-// `clock run ARGS -- clock_critical_section counter log`, `iterations` times in a row.
-std::string looping_script(const std::string& run_args, int iterations) {
-  return "i=0\n"
-         "while [ \"$i\" -lt " +
-         std::to_string(iterations) +
-         " ]; do\n"
-         "  \"$T_CLOCK\" run " +
-         run_args +
-         " -- \"$T_CS\" \"$T_DIR/counter\" \"$T_DIR/log\" ||\n"
-         "    { status=$?; echo \"clock run exited $status on iteration $i\" >&2; exit 1; }\n"
-         "  i=$((i + 1))\n"
-         "done\n";
-}
-
-// Checks the invariants over the log: no two sections overlap, and tokens
-// (`check_tokens`) strictly increase in the order the sections ran.
-void check_sections(const std::vector<Section>& sections, bool check_tokens) {
-  int overlaps = 0;
-  int token_regressions = 0;
-  for (std::size_t i = 1; i < sections.size(); ++i) {
-    const Section& before = sections[i - 1];
-    const Section& after = sections[i];
-    if (after.start <= before.end) {
-      if (overlaps++ == 0) {
-        FAIL_CHECK("critical sections overlap: pid " << before.pid << " [" << before.start << ", "
-                                                     << before.end << "] and pid " << after.pid
-                                                     << " started at " << after.start);
-      }
-    }
-    if (check_tokens && std::stoll(after.token) <= std::stoll(before.token)) {
-      if (token_regressions++ == 0) {
-        FAIL_CHECK("token " << after.token << " (pid " << after.pid << ") follows token "
-                            << before.token << " (pid " << before.pid << ")");
-      }
-    }
-  }
-  CHECK(overlaps == 0);
-  CHECK(token_regressions == 0);
-}
-
-}  // namespace
 
 TEST_SUITE("stress") {
   TEST_CASE(
@@ -95,7 +28,7 @@ TEST_SUITE("stress") {
       CHECK_EXIT(result, 0);
 
     CHECK(std::stoll("0" + read_file(env.path("counter"))) == k_processes * k_iterations);
-    std::vector<Section> sections = read_log(env.path("log"));
+    std::vector<Section> sections = read_sections(env.path("log"));
     CHECK(sections.size() == k_processes * k_iterations);
     for (const auto& section : sections) {
       INFO("token: " << section.token);
@@ -117,7 +50,7 @@ TEST_SUITE("stress") {
       CHECK_EXIT(result, 0);
 
     CHECK(std::stoll("0" + read_file(env.path("counter"))) == 6 * 15);
-    std::vector<Section> sections = read_log(env.path("log"));
+    std::vector<Section> sections = read_sections(env.path("log"));
     CHECK(sections.size() == 6 * 15);
     // Tokens are per resource, so only the overlap is checked across the two.
     check_sections(sections, false);
@@ -138,7 +71,7 @@ TEST_SUITE("stress") {
     for (const auto& result : results)
       CHECK_EXIT(result, 0);
 
-    std::vector<Section> sections = read_log(env.path("log"));
+    std::vector<Section> sections = read_sections(env.path("log"));
     REQUIRE(sections.size() == 5 * 15);
     std::vector<std::pair<long long, int>> events;  // (time, +1 start / -1 end), ends first on ties
     for (const auto& section : sections) {

@@ -21,6 +21,7 @@
 
 #include "harness.hpp"
 #include "postgres_tools.hpp"
+#include "sections.hpp"
 
 using namespace clk::test;
 using nlohmann::json;
@@ -94,7 +95,7 @@ bool has_waiter(const TestEnv& env, const std::string& resource) {
 void check_contention(const TestEnv& env, int processes, int iterations,
                       const std::map<std::string, std::string>& extra_env) {
   std::vector<Command> commands(
-      processes, env.shell_command(pg::looping_script("-r counter", iterations), extra_env));
+      processes, env.shell_command(looping_script("-r counter", iterations), extra_env));
   auto started = Clock::now();
   std::vector<Result> results = run_all(commands, env.path("output"), 900s);
   MESSAGE(processes << " x " << iterations << " critical sections took "
@@ -103,9 +104,9 @@ void check_contention(const TestEnv& env, int processes, int iterations,
     CHECK_EXIT(result, 0);
 
   CHECK(std::stoll("0" + read_file(env.path("counter"))) == processes * iterations);
-  std::vector<pg::Section> sections = pg::read_sections(env.path("log"));
+  std::vector<Section> sections = read_sections(env.path("log"));
   CHECK(sections.size() == static_cast<std::size_t>(processes * iterations));
-  pg::check_sections(sections);
+  check_sections(sections, true);
 }
 
 }  // namespace
@@ -277,7 +278,7 @@ TEST_SUITE("postgres") {
     auto holder = env.spawn(env.clock_command(
         {"run", "--ttl", "30s", "--heartbeat", "2s", "-r", "job", "--", "sh", "-c", child}));
     REQUIRE(env.await_started("holder"));
-    std::vector<pg::Section> first = pg::read_sections(env.path("log"));
+    std::vector<Section> first = read_sections(env.path("log"));
     REQUIRE(first.size() == 1);
     const long long holder_token = std::stoll(first[0].token);
 
@@ -323,14 +324,14 @@ TEST_SUITE("postgres") {
     CHECK(renewed);
     CHECK(await([&] { return has_waiter(env, "job"); }, 30s, 100ms));
     CHECK(holder->running());
-    CHECK(pg::read_sections(env.path("log")).size() == 1);  // the contender has not run
+    CHECK(read_sections(env.path("log")).size() == 1);  // the contender has not run
 
     env.let_go("holder");
     CHECK_EXIT(holder->wait(60s), 0);
     Result contended = contender->wait(90s);
     CHECK_EXIT(contended, 0);
 
-    std::vector<pg::Section> sections = pg::read_sections(env.path("log"));
+    std::vector<Section> sections = read_sections(env.path("log"));
     REQUIRE(sections.size() == 3);
     CHECK(std::stoll(sections[0].token) == holder_token);
     CHECK(std::stoll(sections[1].token) == holder_token);
