@@ -9,6 +9,7 @@
 #include "cmd/commands.hpp"
 #include "error.hpp"
 #include "output/logging.hpp"
+#include "util/file_size_signal.hpp"
 
 namespace {
 
@@ -51,6 +52,8 @@ int run_action(cmd::Context& context, const cmd::Action& action) {
 
 int main(int argc, char** argv) {
   output::setup_logging("warn", config::LogFormat::text);
+  // A write past `ulimit -f` must be an error we can report (74), not death.
+  util::ignore_file_size_signal();
   CLI::App app(
       "clock: serialize shell jobs across machines through one shared SQL lock table.\n"
       "Example: clock run --resource bootstrap -- ./install.sh",

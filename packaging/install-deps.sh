@@ -17,8 +17,9 @@ DEPS=(
   libspdlog-dev nlohmann-json3-dev doctest-dev
   # test servers and tools: a throwaway PostgreSQL 15 and pgbouncer per test
   # run (tests/helpers/with-postgres.sh), the sqlite3 shell, tmux for terminal
-  # tests, faketime for clock-skew tests
-  postgresql pgbouncer sqlite3 tmux faketime
+  # tests, faketime for clock-skew tests, bindfs for a FUSE mount (a file system
+  # SQLite refuses) in the SQLite fault tests
+  postgresql pgbouncer sqlite3 tmux faketime bindfs
   # clang for the fuzzers (libclang-rt-14-dev holds libFuzzer and the sanitizer
   # runtimes; bookworm's clang is 14), clang-format for make format/check-format
   clang libclang-rt-14-dev clang-format

@@ -41,6 +41,13 @@
 -- millisecond queries, and a JIT compilation triggered by a pessimistic cost
 -- estimate would add half a second to them.
 --
+-- Durability: a grant, renewal or release must survive a crash of the server
+-- once its caller has seen it, or a crash would hand a token out a second
+-- time (the sequence and the lease roll back together) or let a lease expire
+-- earlier than its holder was told. Where the server runs with
+-- synchronous_commit = off (a common speed setting), commit_durably() turns
+-- it on for the caller's transaction; any stricter setting is kept.
+--
 -- Waits: a waiter's queue entry (waiters) is written by a blocked attempt
 -- with queue = true and refreshed by the next ones; a later conflicting
 -- request never overtakes a live earlier entry. Deadlocks (a cycle of owners
@@ -300,6 +307,18 @@ BEGIN
        OR w.mode <> excluded.mode OR w.slots <> excluded.slots;
 END $$;
 
+-- Makes the current transaction's commit wait for its WAL to be flushed
+-- (see Durability above); lasts until the end of the transaction.
+CREATE FUNCTION @schema@.commit_durably() RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF current_setting('synchronous_commit') = 'off' THEN
+    SET LOCAL synchronous_commit = on;
+  END IF;
+END $$;
+
 -- One attempt at taking every resource of a request, all or none. Returns
 -- {"outcome": "granted", "grants": [{resource, token, depth}…]} (request
 -- order), {"outcome": "blocked", "leases": […], "waiters": […]} (who is in
@@ -339,6 +358,7 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'try_acquire: invalid mode, slots, ttl, owner or request id';
   END IF;
+  PERFORM @schema@.commit_durably();
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources, p_queue);
   v_now := clock_timestamp();  -- after the locks: see the header
   v_expires := CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END;

@@ -44,6 +44,7 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'renew: invalid owner, ttl or tokens (one per resource, or none)';
   END IF;
+  PERFORM @schema@.commit_durably();  -- see Durability in 002
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 002
   v_expires := CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END;
@@ -104,6 +105,7 @@ BEGIN
   IF p_owner IS NULL THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'release: no owner';
   END IF;
+  PERFORM @schema@.commit_durably();  -- see Durability in 002
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 002
   FOR i IN 1 .. cardinality(p_resources) LOOP
@@ -163,6 +165,7 @@ DECLARE
   v_total integer := 0;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.commit_durably();  -- see Durability in 002
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 002
   FOR i IN 1 .. cardinality(p_resources) LOOP

@@ -15,6 +15,7 @@
 #include "error.hpp"
 #include "run/signals.hpp"
 #include "run/terminal.hpp"
+#include "util/file_size_signal.hpp"
 
 extern char** environ;
 
@@ -45,6 +46,7 @@ struct ChildFailure {
   if (setup.take_terminal)
     set_foreground(setup.process_group);
   setup.relay->reset_in_child();
+  util::restore_file_size_signal();
   sigprocmask(SIG_SETMASK, setup.original_mask, nullptr);
   execvpe(command.file(), command.argv(), command.envp());
   report_and_exit(report_fd, errno);

@@ -1,6 +1,8 @@
 // SQLite connection, statements, transactions and error translation.
 #include "store/sqlite_db.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -136,9 +138,14 @@ void Database::fail(int rc, std::string_view what) const {
                     std::to_string(m_busy_timeout.count() / 1000) + "s; try again");
   }
   if (is_local_file_failure(primary)) {
+    // An I/O error says more with the system's reason ("File too large").
+    int system_errno = m_db ? sqlite3_system_errno(m_db) : 0;
+    if (primary == SQLITE_IOERR && system_errno != 0)
+      detail += " (" + std::string(std::strerror(system_errno)) + ")";
     std::string hint = primary == SQLITE_FULL       ? "free some disk space"
                        : primary == SQLITE_READONLY ? "make the file and its folder writable"
                        : primary == SQLITE_NOTADB   ? "point --database at a clock database"
+                       : system_errno == EFBIG      ? "raise the file size limit, ulimit -f"
                                                     : "check the file, its folder and the disk";
     throw Error(ExitCode::local_database,
                 "the SQLite database " + m_path + " is unusable: " + detail + " (" + hint + ")");

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <random>
 #include <set>
-#include <sys/vfs.h>
 #include <thread>
 
 #include "error.hpp"
@@ -16,6 +15,7 @@
 #include "store/migration.hpp"
 #include "store/sqlite_db.hpp"
 #include "store/sqlite_rows.hpp"
+#include "util/filesystem_kind.hpp"
 
 namespace clk::store {
 
@@ -46,24 +46,11 @@ std::string self_and_ancestors(const lock::Resource& resource) {
 
 // Refuses file systems on which SQLite's POSIX locks are not reliable.
 void check_local_filesystem(const std::filesystem::path& folder) {
-  struct statfs info {};
-  if (statfs(folder.c_str(), &info) != 0)
-    return;  // opening will report the real problem
-  static const std::pair<long, const char*> k_network[] = {{0x6969, "NFS"},
-                                                           {0x517B, "SMB"},
-                                                           {static_cast<long>(0xFF534D42), "CIFS"},
-                                                           {static_cast<long>(0xFE534D42), "SMB2"},
-                                                           {0x00C36400, "CephFS"},
-                                                           {0x01021997, "9P"},
-                                                           {0x5346414F, "AFS"},
-                                                           {0x65735546, "FUSE"}};
-  for (const auto& [magic, name] : k_network) {
-    if (static_cast<long>(info.f_type) == magic) {
-      throw Error(ExitCode::local_database,
-                  "the SQLite database folder " + folder.string() + " is on " + name +
-                      ", where SQLite's file locking is unsafe; use PostgreSQL, a local path, "
-                      "or set sqlite.allow_network_filesystem = true if you are sure");
-    }
+  if (auto name = util::network_filesystem_of(folder)) {
+    throw Error(ExitCode::local_database,
+                "the SQLite database folder " + folder.string() + " is on " + *name +
+                    ", where SQLite's file locking is unsafe; use PostgreSQL, a local path, "
+                    "or set sqlite.allow_network_filesystem = true if you are sure");
   }
 }
 

@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "store/open_store.hpp"
 #include "store/postgres/conninfo.hpp"
+#include "store/postgres/test_fault.hpp"
 
 namespace clk::store::postgres {
 
@@ -154,7 +155,14 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
   for (int attempt = 1;; ++attempt) {
     Session& s = session();
     try {
-      return body(s);
+      auto result = body(s);
+      if (attempt == 1 && test_fault::drop_reply(op)) {
+        // Test builds only: the statement has committed; lose its reply.
+        spdlog::warn("test fault: dropping the connection after {} committed", op);
+        s.conn.disconnect();
+        throw pqxx::broken_connection("test fault: connection dropped after " + op);
+      }
+      return result;
     } catch (const pqxx::statement_completion_unknown& e) {
       drop();
       throw lost(e);

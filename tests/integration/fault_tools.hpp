@@ -1,0 +1,42 @@
+// What the fault tests share: instants of status/history JSON as numbers,
+// a resource's history, and ways to run a command where the kernel says no
+// (without root's override of file permissions; in a private mount namespace).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+namespace clk::test {
+
+// "2026-11-22T22:40:00.123Z" (clock's JSON instants) as milliseconds since the epoch.
+std::int64_t epoch_ms(const std::string& iso8601);
+
+// The events of `clock history RESOURCE --format json`, oldest first.
+std::vector<nlohmann::json> history_of(const TestEnv& env, const std::string& resource,
+                                       const std::map<std::string, std::string>& extra_env = {});
+
+// The events of `owner` among `events`, as their names ("acquired", "expired"…).
+std::vector<std::string> event_names(const std::vector<nlohmann::json>& events,
+                                     const std::string& owner);
+
+// An argv prefix that runs a program without root's power to ignore file
+// permissions (setpriv dropping CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from
+// the bounding set), or nothing when not root: a read-only file is then
+// read-only for clock too.
+std::vector<std::string> without_permission_override();
+
+// An argv prefix that runs a program in a private mount namespace (its
+// mounts vanish with it), or an empty vector when unshare cannot make one.
+std::vector<std::string> private_mounts(const TestEnv& env);
+
+// The bytes of the files whose names start with `prefix` in its folder (the
+// database and its -wal; not the -shm index, which readers rewrite), name by
+// name: to show that nothing changed.
+std::map<std::string, std::string> snapshot_files(const fs::path& prefix);
+
+}  // namespace clk::test
