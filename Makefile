@@ -6,7 +6,10 @@
 #   make build-asan    ASan + UBSan build, in build-asan/
 #   make demo          build, then run a real job under a lock (packaging/demo.sh)
 #   make check         both builds, then every test on both, against a throwaway
-#                      PostgreSQL and pgbouncer (tests/helpers/with-postgres.sh)
+#                      PostgreSQL and pgbouncer (tests/helpers/with-postgres.sh),
+#                      then each fuzz target briefly (FUZZ_CHECK_SECONDS each)
+#   make build-fuzz    the libFuzzer targets (clang, ASan + UBSan), in build-fuzz/
+#   make fuzz          each fuzz target for FUZZ_SECONDS (tests/fuzz/run.sh)
 #   make format        clang-format the C++ sources in place
 #   make check-format  fail if any C++ source is not clang-formatted
 #   make package       the Debian package build-pkg/clock_*.deb (cpack -G DEB)
@@ -26,6 +29,9 @@ CTEST_JOBS ?= $(NPROC)
 CTEST_FLAGS ?= --output-on-failure --no-tests=error --timeout 300 -j$(CTEST_JOBS)
 # Sanitizer settings for the tests of build-asan; UBSan already aborts on the
 # first error (-fno-sanitize-recover=all in CMakeLists.txt).
+# Seconds per fuzz target: `make fuzz`, and the short run of `make check`.
+FUZZ_SECONDS ?= 300
+FUZZ_CHECK_SECONDS ?= 10
 SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
                  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
                  UBSAN_OPTIONS=print_stacktrace=1
@@ -33,7 +39,7 @@ SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
 # The C++ sources, tracked or new, never those of a build directory.
 CXX_SOURCES = git ls-files --cached --others --exclude-standard -- '*.cpp' '*.hpp' ':(exclude)build*/**'
 
-.PHONY: deps build build-asan demo check format check-format clean package bench
+.PHONY: deps build build-asan build-fuzz fuzz demo check format check-format clean package bench
 
 deps:
 	packaging/install-deps.sh
@@ -55,13 +61,21 @@ build-asan: deps
 	$(call configure,build-asan,-DENABLE_SANITIZERS=ON)
 	cmake --build build-asan -j$(NPROC)
 
+# Only the fuzz targets (and the library under them), not clock and its tests.
+build-fuzz: deps
+	$(call configure,build-fuzz,-DCMAKE_CXX_COMPILER=clang++ -DCLOCK_BUILD_FUZZERS=ON -DCLOCK_BUILD_TESTS=OFF -DENABLE_SANITIZERS=OFF)
+	cmake --build build-fuzz -j$(NPROC) --target fuzzers
+
+fuzz: build-fuzz
+	tests/fuzz/run.sh --build build-fuzz --seconds $(FUZZ_SECONDS)
+
 demo: deps build
 	packaging/demo.sh
 
 # One PostgreSQL server (and pgbouncer) for both runs; each test makes its own
 # database. Both runs always happen; any failure fails the target. The ASan
 # run leaves out the tests labelled "slow", if tests/CMakeLists.txt has any.
-check: deps build build-asan
+check: deps build build-asan build-fuzz
 	@echo "==> tests/helpers/with-postgres.sh: ctest in build/, then in build-asan/"
 	@tests/helpers/with-postgres.sh bash -c '\
 	  failed=(); \
@@ -73,6 +87,8 @@ check: deps build build-asan
 	  env $(SANITIZER_ENV) ctest --test-dir build-asan $(CTEST_FLAGS) "$${asan_flags[@]}" || failed+=(build-asan); \
 	  if [ $${#failed[@]} -gt 0 ]; then echo "make check: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
 	  echo "make check: all tests passed in build/ and build-asan/"'
+	@echo "==> tests/fuzz/run.sh: each fuzz target for $(FUZZ_CHECK_SECONDS)s"
+	@tests/fuzz/run.sh --build build-fuzz --seconds $(FUZZ_CHECK_SECONDS)
 
 format:
 	$(CXX_SOURCES) | xargs -r clang-format -i
@@ -81,7 +97,7 @@ check-format:
 	$(CXX_SOURCES) | xargs -r clang-format --dry-run -Werror
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 # The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
 # tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,

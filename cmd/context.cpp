@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "store/open_store.hpp"
 #include "util/duration.hpp"
+#include "util/password.hpp"
 #include "util/process_facts.hpp"
 
 namespace clk::cmd {
@@ -77,14 +78,14 @@ std::vector<std::string> arguments_of(pid_t pid) {
 lock::OwnerInfo owner_info_for_run(const std::vector<std::string>& command) {
   auto info = base_info();
   info.pid = getpid();
-  info.command = util::command_line(command);
+  info.command = util::mask_passwords(util::command_line(command));
   return info;
 }
 
 lock::OwnerInfo owner_info_for_caller() {
   auto info = base_info();
   info.pid = getppid();
-  info.command = util::command_line(arguments_of(getppid()));
+  info.command = util::mask_passwords(util::command_line(arguments_of(getppid())));
   return info;
 }
 

@@ -10,6 +10,7 @@
 #include "error.hpp"
 #include "output/logging.hpp"
 #include "util/file_size_signal.hpp"
+#include "util/password.hpp"
 
 namespace {
 
@@ -29,10 +30,13 @@ void add_global_flags(CLI::App& app, cmd::Context& context) {
   app.set_version_flag("--version", "clock " CLOCK_VERSION);
   app.add_option("--config", context.flags.config_file,
                  "Config file (default: $CLOCK_CONFIG, "
-                 "~/.config/clock/clock.toml, /etc/clock/clock.toml)");
+                 "~/.config/clock/clock.toml, /etc/clock/clock.toml); "
+                 "one whose database URL holds a password must be mode 0600");
   app.add_option("--database", context.flags.database_url,
                  "sqlite:/path/file.db, postgresql://… or 'host=… dbname=…' "
-                 "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db)");
+                 "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db); "
+                 "keep passwords in ~/.pgpass or $CLOCK_DATABASE_URL, not here "
+                 "(ps shows them until clock has parsed its flags)");
   app.add_option("--namespace", context.flags.ns,
                  "Lock namespace (default: $CLOCK_NAMESPACE, "
                  "else global)");
@@ -40,6 +44,26 @@ void add_global_flags(CLI::App& app, cmd::Context& context) {
   app.add_flag("-q,--quiet", context.quiet, "Only errors on stderr");
   app.add_option("--log-format", context.flags.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+}
+
+// A password given with --database shows in /proc/PID/cmdline, which every
+// user of the host can read (ps): overwrite it in our argv once parsed, as
+// mysql does. It was visible until now, so the README recommends ~/.pgpass,
+// CLOCK_DATABASE_URL or a private config file instead.
+void hide_password_in_argv(int argc, char** argv, const cmd::Context& context) {
+  if (!context.flags.database_url || !util::has_password(*context.flags.database_url))
+    return;
+  const std::string& url = *context.flags.database_url;
+  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view arg(argv[i]);
+    if (!arg.ends_with(url) || (arg != url && !arg.starts_with("--database=")))
+      continue;
+    std::size_t offset = arg.size() - url.size();
+    for (const auto& span : util::password_spans(url, util::Words::until_keyword)) {
+      for (std::size_t k = span.begin; k < span.end; ++k)
+        argv[i][offset + k] = 'x';
+    }
+  }
 }
 
 int run_action(cmd::Context& context, const cmd::Action& action) {
@@ -103,6 +127,7 @@ int main(int argc, char** argv) {
     spdlog::error("{} (see 'clock --help')", error.what());
     return exit_status(ExitCode::usage);
   }
+  hide_password_in_argv(argc, argv, context);
   try {
     for (auto* subcommand : app.get_subcommands())
       return run_action(context, actions.at(subcommand));

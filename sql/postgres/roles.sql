@@ -5,7 +5,7 @@
 --
 --   psql -v ON_ERROR_STOP=1 -v schema=clock -f sql/postgres/roles.sql
 --
--- (schema defaults to clock; it must match pg_schema in clock's config), then
+-- (schema defaults to clock; it must match postgres.schema in clock.toml), then
 -- gives each host's login role one of the two group roles:
 --
 --   CREATE ROLE web1 LOGIN PASSWORD '…' IN ROLE clock_app;

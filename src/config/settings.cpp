@@ -3,8 +3,13 @@
 #include "config/settings.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -12,6 +17,7 @@
 #include "error.hpp"
 #include "lock/resource.hpp"
 #include "util/duration.hpp"
+#include "util/password.hpp"
 
 extern char** environ;
 
@@ -75,8 +81,10 @@ class FileReader {
     if (!node)
       return std::nullopt;
     std::optional<milliseconds> parsed;
-    if (auto seconds = node.value<std::int64_t>(); seconds && node.is_integer()) {
-      parsed = util::parse_duration(std::to_string(*seconds));
+    // is_integer() first: toml++'s value<int64_t>() of a float out of
+    // int64's range is undefined behaviour (found by tests/fuzz/fuzz_config).
+    if (node.is_integer()) {
+      parsed = util::parse_duration(std::to_string(*node.value<std::int64_t>()));
     } else if (auto text = node.value<std::string>()) {
       parsed = util::parse_duration(*text);
     }
@@ -92,8 +100,8 @@ class FileReader {
     auto node = m_table.at_path(path);
     if (!node)
       return std::nullopt;
-    auto value = node.value<std::int64_t>();
-    if (!node.is_integer() || !value || *value < low || *value > high) {
+    auto value = node.is_integer() ? node.value<std::int64_t>() : std::nullopt;
+    if (!value || *value < low || *value > high) {
       file_error(
           m_file, node.node()->source(), path,
           "expected a whole number from " + std::to_string(low) + " to " + std::to_string(high));
@@ -139,17 +147,68 @@ std::string validated_namespace(const std::string& ns, const std::string& origin
   try {
     lock::Resource::parse(ns);
   } catch (const Error&) {
+    // A NUL (possible in TOML as \u0000) would end the message early (what()
+    // is a C string); the logger escapes the other control characters.
+    std::string shown;
+    for (char c : ns)
+      shown += c == '\0' ? std::string("\\x00") : std::string(1, c);
     throw Error(origin == "--namespace" ? ExitCode::usage : ExitCode::config,
-                "invalid namespace '" + ns + "' in " + origin +
+                "invalid namespace '" + shown + "' in " + origin +
                     ": use letters, digits, '_', '-' and '.', like dc-eu1");
   }
   return ns;
 }
 
+// Reads the file's text; a config file is small, and the permission check
+// below needs the descriptor's mode, not the path's (no race with a rename).
+std::string read_config_file(const fs::path& file, struct stat& info) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fstat(fd, &info) != 0) {
+    int error = errno;
+    if (fd >= 0)
+      ::close(fd);
+    throw Error(ExitCode::config,
+                "cannot read the config file " + file.string() + ": " + std::strerror(error));
+  }
+  std::string text;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = ::read(fd, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(got));
+  int error = errno;
+  ::close(fd);
+  if (got < 0) {
+    throw Error(ExitCode::config,
+                "cannot read the config file " + file.string() + ": " + std::strerror(error));
+  }
+  return text;
+}
+
+// As libpq treats ~/.pgpass: a file that holds a password must be readable by
+// its owner alone, or anyone on the host could take the database role.
+void check_private(const fs::path& file, const struct stat& info, const Settings& settings) {
+  if (!util::has_password(settings.database_url) || (info.st_mode & 077) == 0)
+    return;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  throw Error(ExitCode::config,
+              file.string() + " holds a password and is readable by others (mode " + mode +
+                  "); chmod 600 it, or keep the password in ~/.pgpass or " + "CLOCK_DATABASE_URL");
+}
+
 void apply_file(Settings& settings, const fs::path& file) {
+  struct stat info {};
+  std::string text = read_config_file(file, info);
+  apply_config_text(settings, text, file);
+  check_private(file, info, settings);
+}
+
+}  // namespace
+
+void apply_config_text(Settings& settings, std::string_view text, const fs::path& file) {
   toml::table table;
   try {
-    table = toml::parse_file(file.string());
+    table = toml::parse(text, file.string());
   } catch (const toml::parse_error& error) {
     throw Error(ExitCode::config, file.string() + ":" + std::to_string(error.source().begin.line) +
                                       ": invalid TOML: " + std::string(error.description()));
@@ -190,6 +249,8 @@ void apply_file(Settings& settings, const fs::path& file) {
     settings.allow_network_filesystem = *v;
   }
 }
+
+namespace {
 
 void check_log_level(const std::string& level, const std::string& origin) {
   static const char* k_levels[] = {"trace", "debug", "info", "warn", "error", "off"};

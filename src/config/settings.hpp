@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace clk::config {
 
@@ -52,8 +53,16 @@ Environment process_environment();
 // /etc/clock/clock.toml that exists; none if no file is found.
 std::optional<std::filesystem::path> locate_config_file(const Flags& flags, const Environment& env);
 
-// Resolves the settings. Throws clk::Error(config) naming file, line and key
-// for an unreadable or invalid file, clk::Error(usage) for a bad flag value.
+// Applies the TOML text of a config file (named `file` in messages) over
+// `settings`. Throws clk::Error(config) naming file, line and key. The
+// real loader, callable on a buffer (the config fuzzer uses it).
+void apply_config_text(Settings& settings, std::string_view text,
+                       const std::filesystem::path& file);
+
+// Resolves the settings. A config file whose database URL holds a password
+// must be private to its owner (mode 0600 or stricter, as libpq's ~/.pgpass):
+// otherwise clk::Error(config) names the file and its mode. Throws clk::Error(config) naming file,
+// line and key for an unreadable or invalid file, clk::Error(usage) for a bad flag value.
 Settings resolve(const Flags& flags, const Environment& env);
 
 // The default SQLite database URL: sqlite:${XDG_STATE_HOME:-$HOME/.local/state}/clock/clock.db.

@@ -1,6 +1,9 @@
 // Logger set-up: everything goes to stderr so stdout stays for results.
 #include "output/logging.hpp"
 
+#include <cstdio>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -25,6 +28,30 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   }
 };
 
+// %E: the message with control characters as \xNN, so that a name or
+// command line quoted in a message cannot drive the terminal or split the
+// line. Backslashes stay: text escaped earlier (escape_for_terminal) is shown
+// as it is.
+class SafeMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
+      auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7f) {
+        char escaped[5];
+        std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+        dest.append(escaped, escaped + 4);
+      } else {
+        dest.push_back(c);
+      }
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<SafeMessageFlag>();
+  }
+};
+
 }  // namespace
 
 void setup_logging(const std::string& level, config::LogFormat format) {
@@ -36,7 +63,9 @@ void setup_logging(const std::string& level, config::LogFormat format) {
         R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","pid":%P,"message":%j})");
     logger->set_formatter(std::move(formatter));
   } else {
-    logger->set_pattern("clock: %l: %v");
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<SafeMessageFlag>('E').set_pattern("clock: %l: %E");
+    logger->set_formatter(std::move(formatter));
   }
   logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);

@@ -90,7 +90,7 @@ std::string render_grants(const lock::OwnerId& owner, const std::vector<store::G
     json out = {{"owner", owner.str()},
                 {"token", grants.empty() ? 0 : grants.front().token},
                 {"grants", list}};
-    return out.dump() + "\n";
+    return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   }
   if (format == Format::shell) {
     // Owner ids are UUIDs and tokens digits: nothing here needs shell quoting.
@@ -119,7 +119,7 @@ std::string render_status(const store::Snapshot& snapshot, Format format) {
     for (const auto& waiter : snapshot.waiters)
       waiters.push_back(waiter_json(waiter, snapshot.now));
     json out = {{"now", iso8601(snapshot.now)}, {"holders", holders}, {"waiters", waiters}};
-    return out.dump(2) + "\n";
+    return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
   if (snapshot.holders.empty() && snapshot.waiters.empty())
     return "no locks held\n";
@@ -239,7 +239,7 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
       item["by"] = event.by.empty() ? json(nullptr) : json(event.by);
       list.push_back(item);
     }
-    return json{{"events", list}}.dump(2) + "\n";
+    return json{{"events", list}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
   if (events.empty())
     return "no history\n";

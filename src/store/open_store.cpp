@@ -1,11 +1,10 @@
 // Database URL → backend → Store, and password masking for anything shown.
 #include "store/open_store.hpp"
 
-#include <regex>
-
 #include "error.hpp"
 #include "store/postgres_module.hpp"
 #include "store/sqlite_store.hpp"
+#include "util/password.hpp"
 
 namespace clk::store {
 
@@ -44,17 +43,16 @@ std::string sqlite_path_of(const std::string& url) {
   if (path.empty()) {
     throw Error(ExitCode::config, "invalid SQLite URL '" + url + "': it names no file");
   }
+  // SQLite would stop at the NUL and open another file (the config file's
+  // "\u0000" can put one there).
+  if (path.find('\0') != std::string::npos) {
+    throw Error(ExitCode::config, "invalid SQLite URL: the path holds a NUL byte");
+  }
   return path;
 }
 
 std::string mask_password(const std::string& url) {
-  // postgresql://user:secret@host → postgresql://user:****@host
-  static const std::regex k_userinfo(R"(^([a-z]+://[^:/@?#]*):[^@/?#]*@)");
-  // password=secret, password='a b', or ?password=secret in a URL query
-  static const std::regex k_keyword(R"((password\s*=\s*)('([^'\\]|\\.)*'|[^\s&]*))",
-                                    std::regex::icase);
-  std::string masked = std::regex_replace(url, k_userinfo, "$1:****@");
-  return std::regex_replace(masked, k_keyword, "$1****");
+  return util::mask_passwords(url, util::Words::until_keyword);
 }
 
 std::unique_ptr<Store> open_store(const StoreOptions& options) {

@@ -24,7 +24,8 @@ Backend backend_of(const std::string& url);
 // The SQLite file path of a sqlite: URL.
 std::string sqlite_path_of(const std::string& url);
 
-// Masks the password in a URL or keyword string, for logs and messages.
+// Masks the password in a URL or keyword string, for logs and messages: what
+// libpq takes as the password, and the words of one typed with spaces.
 std::string mask_password(const std::string& url);
 
 // Opens (and connects) the store; creates the schema on first use where allowed.

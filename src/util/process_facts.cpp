@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <ifaddrs.h>
 #include <memory>
@@ -53,6 +54,66 @@ std::string user_name() {
   return std::to_string(geteuid());
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at `at`, 0 if the bytes there are not one.
+std::size_t utf8_length(std::string_view text, std::size_t at) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(at);
+  std::size_t length = lead < 0x80           ? 1
+                       : (lead >> 5) == 0x6  ? 2
+                       : (lead >> 4) == 0xe  ? 3
+                       : (lead >> 3) == 0x1e ? 4
+                                             : 0;
+  if (length == 0 || at + length > text.size())
+    return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) >> 6) != 0x2)
+      return 0;
+  }
+  std::uint32_t point = length == 1 ? lead : lead & (0x7f >> length);
+  for (std::size_t i = 1; i < length; ++i)
+    point = (point << 6) | (byte(at + i) & 0x3f);
+  static constexpr std::uint32_t k_min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (point < k_min[length] || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff))
+    return 0;  // overlong, beyond Unicode, or a surrogate
+  return length;
+}
+
+// Bash's $'…' quoting, with \xNN for each byte that is not valid UTF-8: the
+// stored command line is then valid UTF-8 (PostgreSQL's text and JSON need
+// it) and still says exactly which bytes the argument held.
+std::string ansi_c_quoted(std::string_view arg) {
+  std::string out = "$'";
+  for (std::size_t i = 0; i < arg.size();) {
+    std::size_t length = utf8_length(arg, i);
+    if (length == 0) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(arg[i]));
+      out += escaped;
+      ++i;
+      continue;
+    }
+    if (arg[i] == '\\' || arg[i] == '\'')
+      out += '\\';
+    out.append(arg.substr(i, length));
+    i += length;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t length = utf8_length(text, i);
+    if (length == 0)
+      return false;
+    i += length;
+  }
+  return true;
+}
+
 std::string command_line(const std::vector<std::string>& args) {
   std::string out;
   for (const auto& arg : args) {
@@ -63,6 +124,10 @@ std::string command_line(const std::vector<std::string>& args) {
                                      "0123456789_-./=:,+@%") == std::string::npos;
     if (plain) {
       out += arg;
+      continue;
+    }
+    if (!is_valid_utf8(arg)) {
+      out += ansi_c_quoted(arg);
       continue;
     }
     out += '\'';

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace clk::util {
@@ -10,9 +11,13 @@ std::string host_name();
 // The first non-loopback IPv4 (else IPv6) address of this host, "" if none.
 std::string primary_ip();
 std::string user_name();
-// Joins arguments into one line, quoting those that need it for a shell.
+// Joins arguments into one line, quoting those that need it for a shell; an
+// argument that is not valid UTF-8 is quoted as $'…' with \xNN for the
+// invalid bytes, so the line is always valid UTF-8.
 std::string command_line(const std::vector<std::string>& args);
 // A random version-4 UUID, from the kernel's random source.
 std::string random_uuid();
+// True if `text` is well-formed UTF-8 (no overlong forms, no surrogates).
+bool is_valid_utf8(std::string_view text);
 
 }  // namespace clk::util

@@ -387,4 +387,47 @@ TEST_SUITE("config::settings") {
     }
     CHECK(env["CLOCK_NAMESPACE"] == "from-the-process");
   }
+
+  TEST_CASE(
+      "a config file with a password that others may read is a config error naming its mode") {
+    TempDir dir;
+    fs::path file = dir.write("clock.toml", "database = \"postgresql://u:s3cret@db/clock\"\n");
+    for (auto mode : {0644, 0640, 0604, 0620, 0660, 0666}) {
+      CAPTURE(mode);
+      fs::permissions(file, static_cast<fs::perms>(mode));
+      auto e = resolve_error(reading(file), dir.environment());
+      REQUIRE_MESSAGE(e.has_value(), "resolve accepted the configuration");
+      std::string message = e->what();
+      CAPTURE(message);
+      CHECK(e->code() == ExitCode::config);
+      CHECK(message.find(file.string()) != std::string::npos);
+      char octal[16];
+      std::snprintf(octal, sizeof octal, "(mode %04o)", static_cast<unsigned>(mode));
+      CHECK(message.find(octal) != std::string::npos);
+      CHECK(message.find("s3cret") == std::string::npos);
+    }
+    for (auto mode : {0600, 0400}) {
+      fs::permissions(file, static_cast<fs::perms>(mode));
+      CHECK(resolve(reading(file), dir.environment()).database_url ==
+            "postgresql://u:s3cret@db/clock");
+    }
+  }
+
+  TEST_CASE("a keyword string with password= counts as a password; none may be world-readable") {
+    TempDir dir;
+    fs::path with = dir.write("with.toml", "database = \"host=db password='a b'\"\n");
+    fs::permissions(with, static_cast<fs::perms>(0644));
+    CHECK(error_code(reading(with), dir.environment()) == ExitCode::config);
+    fs::path without = dir.write("without.toml", "database = \"postgresql://u@db/clock\"\n");
+    fs::permissions(without, static_cast<fs::perms>(0644));
+    CHECK(error_code(reading(without), dir.environment()) == std::nullopt);
+  }
+
+  TEST_CASE("apply_config_text loads a buffer as the file would be") {
+    Settings settings;
+    clk::config::apply_config_text(settings, k_full_file, "/etc/clock/clock.toml");
+    CHECK(settings.ns == "file-ns");
+    CHECK(settings.ttl == 45s);
+    CHECK(settings.config_file == "/etc/clock/clock.toml");
+  }
 }

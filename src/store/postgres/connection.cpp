@@ -122,14 +122,14 @@ Connection::Session& Connection::session() {
     return *m_session;
   } catch (const std::exception& e) {
     std::string reason = one_line(e.what());
-    // libpq quotes the offending piece of a malformed URL, which may be part
-    // of a password: hidden for those two messages.
-    if (contains_any(reason, {"percent-encoded", "unexpected spaces"})) {
-      reason = without_quotes(reason);
-    }
     if (contains_any(reason, {"invalid connection option", "URI", "missing \"=\"",
                               "unterminated quoted", "percent-encoded", "invalid integer value",
                               "invalid value for", "unexpected spaces"})) {
+      // libpq quotes the offending piece of a malformed string, which may be
+      // part of a password ('missing "=" after "…"' for password=my secret):
+      // hidden, but for an unknown option's name, which is worth showing.
+      if (!contains_any(reason, {"invalid connection option"}))
+        reason = without_quotes(reason);
       throw Error(ExitCode::config,
                   "invalid PostgreSQL database URL '" + mask_password(m_url) + "': " + reason);
     }

@@ -55,12 +55,17 @@ std::string percent_decoded(std::string_view text) {
 }
 
 bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+         c == '\v';  // isspace, as libpq
 }
 
 // key=value pairs of a keyword string; values may be 'quoted' with \ escapes.
-Pairs keyword_pairs(const std::string& text) {
+// `open_end`, if given, is set when the string ends in an unquoted empty
+// value ("… password="), which anything appended would become.
+Pairs keyword_pairs(const std::string& text, bool* open_end = nullptr) {
   Pairs pairs;
+  if (open_end)
+    *open_end = false;
   std::size_t i = 0;
   auto skip_spaces = [&] {
     while (i < text.size() && is_space(text[i]))
@@ -89,14 +94,24 @@ Pairs keyword_pairs(const std::string& text) {
     }
     if (quoted)
       ++i;
+    if (open_end)
+      *open_end = !quoted && value.empty() && i >= text.size();
     pairs.emplace_back(std::move(key), std::move(value));
   }
+}
+
+// Where a URL's query may begin: after the user info, which ends at the first
+// '@' before any '/' (as libpq reads it) and may hold a '?' of its own.
+std::size_t query_search_start(const std::string& url) {
+  std::size_t start = url.find("://") + 3;
+  std::size_t stop = url.find_first_of("@/", start);
+  return stop != std::string::npos && url[stop] == '@' ? stop + 1 : start;
 }
 
 // The query parameters of a URL, percent-decoded.
 Pairs url_params(const std::string& url) {
   Pairs pairs;
-  auto question = url.find('?');
+  auto question = url.find('?', query_search_start(url));
   if (question == std::string::npos)
     return pairs;
   std::string_view query = std::string_view(url).substr(question + 1);
@@ -149,7 +164,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 // The host list and port list written in a URL's authority ("u:pw@h1:1,[::1]:2").
 void url_authority(const std::string& url, std::string& hosts, std::string& ports) {
-  std::string rest = url.substr(url.find("://") + 3);
+  std::string rest = url.substr(query_search_start(url));
   std::string authority = rest.substr(0, rest.find_first_of("/?"));
   auto at = authority.rfind('@');
   if (at != std::string::npos)
@@ -191,13 +206,26 @@ std::string with_defaults(const std::string& url, std::chrono::milliseconds conn
   if (!find(settings, "tcp_user_timeout"))
     additions.emplace_back(k_tcp_user_timeout);
   std::string result = url;
+  if (!is_url(result) && !additions.empty()) {
+    // A trailing backslash would escape the space we add, and a value left
+    // empty at the end ("password=") would take our first setting as its
+    // value (libpq skips spaces after '='): leave the former alone, close
+    // the latter with ''.
+    if (result.ends_with('\\'))
+      return result;
+    bool open_end = false;
+    keyword_pairs(result, &open_end);
+    if (open_end)
+      result += "''";
+  }
   for (const auto& addition : additions) {
     for (const auto& setting : split(addition, ' ')) {
       if (is_url(result)) {
-        auto question = result.find('?');
+        auto question = result.find('?', query_search_start(result));
         bool open = question == std::string::npos;
-        result += open ? "?" : (result.back() == '?' || result.back() == '&') ? "" : "&";
-      } else if (!result.empty() && !is_space(result.back())) {
+        bool at_start = !open && question + 1 == result.size();
+        result += open ? "?" : (at_start || result.back() == '&') ? "" : "&";
+      } else if (!result.empty()) {  // even after a space: it may be escaped ("a\\ ")
         result += ' ';
       }
       result += setting;

@@ -1,0 +1,321 @@
+// Hostile input (issue 7): names that look like SQL, hold quotes, wildcards,
+// control or non-UTF-8 bytes, or run to 10 KB are refused with exit 64 and
+// one line that cannot drive the terminal; the same bytes in a command line
+// are data: stored and shown faithfully (JSON) or escaped (tables), never
+// executed. Passwords never show: not in messages, logs, status, history, a
+// world-readable config file (refused, 78) or /proc/PID/cmdline. Both
+// backends; the ps test needs a PostgreSQL URL. (NUL cannot travel in argv or
+// the environment: it is tried through the config file.)
+#include <csignal>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+#include "postgres_tools.hpp"
+
+using namespace clk::test;
+using nlohmann::json;
+
+namespace {
+
+const std::string k_esc = "\x1b[31mred\x07\rX";
+const std::string k_non_utf8 = "caf\xe9\xff";
+const std::string k_sql = "x'; drop table leases; --";
+
+// Strings that are no resource name, namespace, owner id or duration.
+std::vector<std::string> hostile_names() {
+  return {k_sql,
+          "'",
+          "\"",
+          "%",
+          "a%",
+          "a*",
+          "a\\b",
+          "a b",
+          "a\nb",
+          k_esc,
+          k_non_utf8,
+          "caf\xc3\xa9",  // valid UTF-8, but not [A-Za-z0-9_-]
+          std::string(10 * 1024, 'a'),
+          [] {
+            std::string dotted;
+            for (int i = 0; i < 2048; ++i)
+              dotted += "a.";
+            return dotted + "a";
+          }()};
+}
+
+bool has_control_bytes(const std::string& text) {
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n') || c == 0x7f)
+      return true;
+  }
+  return false;
+}
+
+// One line on stderr, no control byte in it.
+void check_one_clean_line(const Result& result) {
+  INFO(result.describe());
+  CHECK(result.err_lines().size() == 1);
+  CHECK(!has_control_bytes(result.err));
+}
+
+std::string proc_cmdline(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_SUITE("hostile input") {
+  TEST_CASE(
+      "hostile resource names, namespaces, owner ids and durations exit 64 in one clean line") {
+    TestEnv env;
+    std::string owner = random_uuid();
+    for (const std::string& name : hostile_names()) {
+      CAPTURE(json(name).dump(-1, ' ', false, json::error_handler_t::replace));
+      for (std::vector<std::string> args : {
+               std::vector<std::string>{"acquire", "-n", "-r", name},
+               {"run", "-r", name, "--", "true"},
+               {"release", "-r", name, "--owner", owner},
+               {"renew", "-r", name, "--owner", owner},
+               {"status", name},
+               {"history", name},
+               {"--namespace", name, "acquire", "-n", "-r", "x"},
+               {"acquire", "-n", "-r", "x", "--owner", name},
+               {"acquire", "-n", "-r", "x", "--ttl", name},
+               {"acquire", "-r", "x", "-w", name},
+           }) {
+        Result result = env.clock(args);
+        CHECK_EXIT(result, 64);
+        check_one_clean_line(result);
+      }
+      // From the environment: the owner is a usage error, the namespace a
+      // configuration error (SPEC §4).
+      CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}, {{"CLOCK_OWNER", name}}), 64);
+      if (name.find('\n') == std::string::npos) {
+        Result from_env = env.clock({"acquire", "-n", "-r", "x"}, {{"CLOCK_NAMESPACE", name}});
+        CHECK_EXIT(from_env, 78);
+        check_one_clean_line(from_env);
+      }
+    }
+    // Nothing reached the database as SQL: the tables are intact and empty.
+    CHECK(env.status()["holders"].empty());
+    Acquired after = env.acquire({"-n", "-r", "x"});
+    CHECK(env.holders_of("x").size() == 1);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", after.owner}), 0);
+  }
+
+  TEST_CASE("'_' and '-' are literal in names: no wildcard matches another resource") {
+    TestEnv env;
+    env.acquire({"-r", "a_c"});
+    // With LIKE, a_c would match abc and block it; it must not.
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "abc"}), 0);
+    CHECK(env.status({"abc"})["holders"].size() == 1);
+    CHECK(env.status({"a_c"})["holders"].size() == 1);
+    CHECK(env.status({"a_"}).value("holders", json::array()).empty());
+  }
+
+  TEST_CASE("NUL and control bytes in the config file's strings exit 78 in one clean line") {
+    TestEnv env;
+    for (std::string value : {R"(a\u0000b)", R"(a\u001b[31mb)", R"(x'; drop table leases; --)"}) {
+      CAPTURE(value);
+      write_file(env.path("ns.toml"), "namespace = \"" + value + "\"\n");
+      Result result = env.clock({"--config", env.path("ns.toml").string(), "acquire", "-r", "x"},
+                                {{"CLOCK_DATABASE_URL", k_unset}});
+      CHECK_EXIT(result, 78);
+      check_one_clean_line(result);
+      CHECK(result.err.find("ns.toml") != std::string::npos);  // not cut short at the NUL
+    }
+    // A NUL in the SQLite path would cut it short (another file): refused.
+    write_file(env.path("db.toml"),
+               "database = \"sqlite:" + env.path("a").string() + R"(\u0000b.db")" + "\n");
+    // (CLOCK_DATABASE_URL would beat the file's database.)
+    Result result = env.clock({"--config", env.path("db.toml").string(), "acquire", "-r", "x"},
+                              {{"CLOCK_DATABASE_URL", k_unset}});
+    CHECK_EXIT(result, 78);
+    check_one_clean_line(result);
+    CHECK(!fs::exists(env.path("a")));
+    CHECK(env.status()["holders"].empty());
+  }
+
+  TEST_CASE("a command line with SQL, escape sequences, non-UTF-8 and 10 KB is stored, not run") {
+    TestEnv env;
+    const std::string big(10 * 1024, 'k');
+    auto holder = env.spawn(
+        env.clock_command({"run", "-r", "job", "--", "sh", "-c", env.holding_script("job"), "sh",
+                           k_sql, k_esc, k_non_utf8, "%_", big}));
+    REQUIRE(env.await_started("job"));
+
+    // JSON: exactly the bytes (the ESC, BEL and CR as \u escapes in the
+    // document); the non-UTF-8 argument in bash's $'…' form with \xNN.
+    auto holders = env.holders_of("job");
+    REQUIRE(holders.size() == 1);
+    std::string command = holders[0].value("command", "");
+    CHECK(command.find("'x'\\''; drop table leases; --'") != std::string::npos);
+    CHECK(command.find(k_esc) != std::string::npos);
+    CHECK(command.find("$'caf\\xe9\\xff'") != std::string::npos);
+    CHECK(command.find(" %_ ") != std::string::npos);  // plain to a shell: unquoted
+    CHECK(command.find(big) != std::string::npos);
+
+    // Tables: escaped, so the terminal shows the bytes instead of obeying them.
+    Result table = env.clock({"status"});
+    CHECK_EXIT(table, 0);
+    CHECK(!has_control_bytes(table.out));
+    CHECK(table.out.find("\\x1b[31mred\\x07\\x0dX") != std::string::npos);
+    CHECK(table.out.find("drop table leases") != std::string::npos);
+
+    env.let_go("job");
+    CHECK_EXIT(holder->wait(), 0);
+    Result history = env.clock({"history", "job"});
+    CHECK_EXIT(history, 0);
+    CHECK(!has_control_bytes(history.out));
+    CHECK(history.out.find("\\x1b[31mred\\x07\\x0dX") != std::string::npos);
+    Result history_json = env.clock({"history", "job", "--format", "json"});
+    CHECK_EXIT(history_json, 0);
+    json events = json::parse(history_json.out).at("events");
+    REQUIRE(!events.empty());
+    CHECK(events[0].value("command", "").find(k_esc) != std::string::npos);
+
+    // Never executed: the tables are still there and work.
+    Acquired next = env.acquire({"-n", "-r", "job"});
+    CHECK(next.token() > 0);
+    CHECK(env.holders_of("job").size() == 1);
+  }
+
+  TEST_CASE("a config file with a password that others can read exits 78 naming it and its mode") {
+    TestEnv env;
+    // Port 1: nothing listens, so a file that passes the check fails later, at
+    // the connection (69), without a server.
+    const std::string secret = "hunter2-config";
+    const std::string url = "postgresql://clock:" + secret + "@127.0.0.1:1/clock?connect_timeout=2";
+    fs::path file = env.path("clock.toml");
+    write_file(file, "database = \"" + url + "\"\n");
+    for (mode_t mode : {0644, 0640, 0604, 0660, 0600, 0400}) {
+      CAPTURE(mode);
+      REQUIRE(chmod(file.c_str(), mode) == 0);
+      for (auto how : {0, 1}) {
+        // (CLOCK_DATABASE_URL would beat the file's database.)
+        Result result =
+            how == 0 ? env.clock({"--config", file.string(), "acquire", "-n", "-r", "x"},
+                                 {{"CLOCK_DATABASE_URL", k_unset}})
+                     : env.clock({"acquire", "-n", "-r", "x"}, {{"CLOCK_CONFIG", file.string()},
+                                                                {"CLOCK_DATABASE_URL", k_unset}});
+        CHECK(result.err.find(secret) == std::string::npos);
+        if ((mode & 077) != 0) {
+          CHECK_EXIT(result, 78);
+          REQUIRE(result.err_lines().size() == 1);
+          char octal[8];
+          std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+          CHECK(result.err.find(file.string()) != std::string::npos);
+          CHECK(result.err.find(std::string("mode ") + octal) != std::string::npos);
+          CHECK(result.err.find("chmod 600") != std::string::npos);
+        } else {
+          CHECK_EXIT(result, 69);
+        }
+      }
+    }
+    // Without a password the file may be world-readable.
+    write_file(file, "namespace = \"shared\"\n");
+    REQUIRE(chmod(file.c_str(), 0644) == 0);
+    CHECK_EXIT(env.clock({"--config", file.string(), "acquire", "-n", "-r", "x"}), 0);
+  }
+
+  TEST_CASE("a password in a malformed or unreachable database URL is never printed") {
+    TestEnv env;
+    const std::string secret = "hunter2pw";
+    for (std::string url : {
+             "host=127.0.0.1 port=1 password=" + secret + " dbname=x connect_timeout=2",
+             "host=127.0.0.1 port=1 password='" + secret + " and more' dbname=x",
+             "host=127.0.0.1 port=1 password=my " + secret + " dbname=x",  // missing "="
+             "host=127.0.0.1 port=1 password='" + secret,                  // unterminated quote
+             "postgresql://u:" + secret + "@127.0.0.1:1/x?connect_timeout=2",
+             "postgresql://u:" + secret + "@127.0.0.1:1/x?connect_timeout=2&bogus=1",
+             "postgresql://u:my " + secret + "@127.0.0.1:1/x",  // unexpected spaces
+             "postgresql://u:" + secret + "%zz@127.0.0.1:1/x",  // bad percent-encoding
+             "postgresql://u@127.0.0.1:1/x?password=" + secret + "&connect_timeout=2",
+             "mysql://u:" + secret + "@localhost/x",
+         }) {
+      CAPTURE(url);
+      for (std::vector<std::string> args :
+           {std::vector<std::string>{"-vv", "--database", url, "acquire", "-n", "-r", "x"},
+            {"--database", url, "status"}}) {
+        Result result = env.clock(args, {}, 60s);
+        CHECK((result.status == 69 || result.status == 78));
+        CHECK(result.err.find(secret) == std::string::npos);
+        CHECK(result.out.find(secret) == std::string::npos);
+      }
+      Result from_env = env.clock({"acquire", "-n", "-r", "x"}, {{"CLOCK_DATABASE_URL", url}});
+      CHECK((from_env.status == 69 || from_env.status == 78));
+      CHECK(from_env.err.find(secret) == std::string::npos);
+    }
+  }
+
+  TEST_CASE("a password in a wrapped command line is masked in status and history") {
+    TestEnv env;
+    auto holder = env.spawn(env.clock_command(
+        {"run", "-r", "job", "--", "sh", "-c", env.holding_script("job"), "sh",
+         "postgresql://u:hunter2-cmd@db/x", "password=hunter3-cmd", "PGPASSWORD=hunter4-cmd"}));
+    REQUIRE(env.await_started("job"));
+    Result status = env.clock({"status", "--format", "json"});
+    CHECK_EXIT(status, 0);
+    CHECK(status.out.find("postgresql://u:****@db/x") != std::string::npos);
+    for (std::string secret : {"hunter2", "hunter3", "hunter4"}) {
+      CHECK(status.out.find(secret) == std::string::npos);
+      CHECK(env.clock({"status"}).out.find(secret) == std::string::npos);
+    }
+    env.let_go("job");
+    CHECK_EXIT(holder->wait(), 0);
+    Result history = env.clock({"history", "--format", "json"});
+    CHECK_EXIT(history, 0);
+    CHECK(history.out.find("postgresql://u:****@db/x") != std::string::npos);
+    CHECK(history.out.find("hunter") == std::string::npos);
+  }
+
+  TEST_CASE("a password given with --database is not in /proc/PID/cmdline while clock waits") {
+    if (!pg::enabled()) {
+      MESSAGE("skipped: needs a PostgreSQL URL (CLOCK_TEST_BACKEND=postgres)");
+      return;
+    }
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    Acquired holder = env.acquire({"-r", "x"});
+    // Trust authentication ignores the password, but libpq still sends it.
+    const std::string secret = "hunter2-argv";
+    std::string url = env.url() + " password=" + secret;
+    for (auto flag_form : {0, 1}) {
+      CAPTURE(flag_form);
+      std::vector<std::string> args =
+          flag_form == 0 ? std::vector<std::string>{"-vv", "--database", url,  "acquire",
+                                                    "-w",  "60s",        "-r", "x"}
+                         : std::vector<std::string>{
+                               "-vv", "--database=" + url, "acquire", "-w", "60s", "-r", "x"};
+      auto waiter = env.spawn(env.clock_command(args));
+      // Waiting: queued behind the holder, so past parsing and connecting.
+      REQUIRE(await(
+          [&] {
+            auto status = env.status();
+            return !status.value("waiters", json::array()).empty();
+          },
+          30s, 50ms));
+      std::string cmdline = proc_cmdline(waiter->pid());
+      CHECK(cmdline.find("--database") != std::string::npos);
+      CHECK(cmdline.find("acquire") != std::string::npos);
+      CHECK(cmdline.find(secret) == std::string::npos);
+      CHECK(cmdline.find("password=") != std::string::npos);  // only the value is blanked
+      waiter->signal(SIGTERM);
+      Result result = waiter->wait();
+      CHECK(result.err.find(secret) == std::string::npos);
+      CHECK(env.status().dump().find(secret) == std::string::npos);
+      REQUIRE(await([&] { return env.status().value("waiters", json::array()).empty(); }, 30s));
+    }
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    Result history = env.clock({"history", "--format", "json"});
+    CHECK(history.out.find(secret) == std::string::npos);
+  }
+}

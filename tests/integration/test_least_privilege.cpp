@@ -1,0 +1,228 @@
+// Least privilege on PostgreSQL (sql/postgres/roles.sql): a login role granted
+// clock_app can acquire, renew, release its own locks, run, and read status
+// and history, but cannot force a release, collect garbage, change or drop the
+// schema, or write the lock table and history behind the functions' back; a
+// role granted clock_operator can also release --force and gc. Each test
+// logs in as fresh roles (trust authentication; `user=` appended to the
+// test's URL). PostgreSQL only: skipped under SQLite.
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+#include "postgres_tools.hpp"
+
+using namespace clk::test;
+using nlohmann::json;
+
+namespace {
+
+#define SKIP_UNLESS_POSTGRES()                                                        \
+  do {                                                                                \
+    if (!pg::enabled()) {                                                             \
+      MESSAGE("skipped: least-privilege tests need CLOCK_TEST_BACKEND=postgres (now " \
+              << backend_name() << ")");                                              \
+      return;                                                                         \
+    }                                                                                 \
+  } while (false)
+
+// `psql -c SQL` on `url`, with the test's environment.
+Result psql(const TestEnv& env, const std::string& url, const std::string& sql) {
+  return run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),
+             env.path("output"));
+}
+
+// The test's database with a clock schema and the roles of roles.sql, and two
+// login roles (dropped again at the end): one in clock_app, one in
+// clock_operator. Roles are per server, so their names are per test.
+class Roles {
+ public:
+  explicit Roles(const TestEnv& env) : m_env(env) {
+    std::random_device random;
+    std::string suffix = std::to_string(random() % 1'000'000'000);
+    m_app = "clock_test_app_" + suffix;
+    m_operator = "clock_test_op_" + suffix;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    Result roles =
+        run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
+                         env.url(), "-f",
+                         std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
+            env.path("output"));
+    REQUIRE_EXIT(roles, 0);
+    REQUIRE_EXIT(psql(env, env.url(),
+                      "CREATE ROLE " + m_app + " LOGIN IN ROLE clock_app; CREATE ROLE " +
+                          m_operator + " LOGIN IN ROLE clock_operator"),
+                 0);
+  }
+  ~Roles() { psql(m_env, m_env.url(), "DROP ROLE IF EXISTS " + m_app + ", " + m_operator); }
+  Roles(const Roles&) = delete;
+  Roles& operator=(const Roles&) = delete;
+
+  std::string app_url() const { return m_env.url() + " user=" + m_app; }
+  std::string operator_url() const { return m_env.url() + " user=" + m_operator; }
+  std::map<std::string, std::string> as_app() const { return {{"CLOCK_DATABASE_URL", app_url()}}; }
+  std::map<std::string, std::string> as_operator() const {
+    return {{"CLOCK_DATABASE_URL", operator_url()}};
+  }
+
+ private:
+  const TestEnv& m_env;
+  std::string m_app, m_operator;
+};
+
+Acquired acquire_as(const TestEnv& env, const std::map<std::string, std::string>& role,
+                    const std::vector<std::string>& args) {
+  std::vector<std::string> full = {"acquire", "--format", "json"};
+  full.insert(full.end(), args.begin(), args.end());
+  Result result = env.clock(full, role);
+  INFO(result.describe());
+  REQUIRE(result.status == 0);
+  return parse_acquired(result.out);
+}
+
+long long history_rows(const TestEnv& env) {
+  Result count = psql(env, env.url(), "SELECT count(*) FROM clock.history");
+  INFO(count.describe());
+  REQUIRE(count.status == 0);
+  return std::stoll(count.out);
+}
+
+// Statements that would rewrite history, forge or drop leases, or change the
+// schema, each refused for a role that may only call the functions.
+const std::vector<std::string> k_forbidden_sql = {
+    "DELETE FROM clock.history",
+    "UPDATE clock.history SET event = 'released'",
+    "TRUNCATE clock.history",
+    "DELETE FROM clock.leases",
+    "UPDATE clock.leases SET expires_at = now()",
+    "INSERT INTO clock.history (at, event, namespace, resource, owner, token) "
+    "VALUES (now(), 'released', '', 'x', gen_random_uuid(), 1)",
+    "SELECT nextval('clock.tokens')",
+    "SELECT setval('clock.tokens', 1)",
+    "DROP TABLE clock.leases",
+    "ALTER TABLE clock.history DROP COLUMN owner",
+    "CREATE TABLE clock.evil (x int)",
+    "DROP SCHEMA clock CASCADE",
+    "CREATE OR REPLACE FUNCTION clock.release(text, text[], uuid) RETURNS jsonb "
+    "LANGUAGE sql AS 'SELECT ''{}''::jsonb'",
+    "DROP FUNCTION clock.release(text, text[], uuid)",
+    "DELETE FROM clock.schema_migrations",
+    "SELECT clock.record_event('released', now(), l, NULL) FROM clock.leases l",
+};
+
+void check_refused(const TestEnv& env, const std::string& url, const std::string& sql) {
+  CAPTURE(sql);
+  Result result = psql(env, url, sql);
+  CHECK(result.status != 0);
+  bool denied = result.err.find("permission denied") != std::string::npos ||
+                result.err.find("must be owner") != std::string::npos;
+  INFO(result.err);
+  CHECK(denied);
+}
+
+}  // namespace
+
+TEST_SUITE("least privilege") {
+  TEST_CASE("clock_app can acquire, renew, release its own, run, and read status and history") {
+    SKIP_UNLESS_POSTGRES();
+    TestEnv env;
+    Roles roles(env);
+    Acquired held = acquire_as(env, roles.as_app(), {"-n", "-r", "app.job", "--ttl", "1m"});
+    CHECK_EXIT(
+        env.clock({"renew", "-r", "app.job", "--owner", held.owner, "--ttl", "2m"}, roles.as_app()),
+        0);
+    Result status = env.clock({"status", "--format", "json"}, roles.as_app());
+    CHECK_EXIT(status, 0);
+    CHECK(status.out.find(held.owner) != std::string::npos);
+    CHECK_EXIT(env.clock({"status"}, roles.as_app()), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "app.job", "--owner", held.owner}, roles.as_app()), 0);
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
+    Result history = env.clock({"history", "--format", "json"}, roles.as_app());
+    CHECK_EXIT(history, 0);
+    CHECK(history.out.find("released") != std::string::npos);
+    // Waiting works too: queued behind another, granted when it leaves.
+    Acquired other = env.acquire({"-r", "app.queue"});
+    auto waiter =
+        env.spawn(env.clock_command({"acquire", "-w", "60s", "-r", "app.queue"}, roles.as_app()));
+    REQUIRE(await([&] { return !env.status().value("waiters", json::array()).empty(); }, 30s));
+    CHECK_EXIT(env.clock({"release", "-r", "app.queue", "--owner", other.owner}), 0);
+    CHECK_EXIT(waiter->wait(), 0);
+  }
+
+  TEST_CASE("clock_app cannot force a release, gc, or release another owner's lock") {
+    SKIP_UNLESS_POSTGRES();
+    TestEnv env;
+    Roles roles(env);
+    Acquired victim = env.acquire({"-r", "x", "--ttl", "1s"});
+    Acquired mine = acquire_as(env, roles.as_app(), {"-r", "mine"});
+
+    Result forced = env.clock({"release", "-r", "x", "--force"}, roles.as_app());
+    CHECK_EXIT(forced, 78);
+    CHECK(forced.err_lines().size() == 1);
+    CHECK(forced.err.find("clock_operator") != std::string::npos);
+
+    Result others = env.clock({"release", "-r", "x", "--owner", mine.owner}, roles.as_app());
+    CHECK_EXIT(others, 77);
+
+    REQUIRE(await([&] { return env.holders_of("x").empty(); }, 30s, 100ms));  // expired
+    Result gc = env.clock({"gc"}, roles.as_app());
+    CHECK_EXIT(gc, 78);
+    CHECK(gc.err.find("clock_operator") != std::string::npos);
+    CHECK(env.holders_of("x", true).size() == 1);  // not collected
+
+    for (const std::string& call :
+         {std::string("SELECT clock.force_release('', ARRAY['mine'], 'app')"),
+          std::string("SELECT clock.gc_batch(100, 0, false)")}) {
+      check_refused(env, roles.app_url(), call);
+    }
+    CHECK(env.holders_of("mine").size() == 1);
+    CHECK(victim.token() > 0);
+  }
+
+  TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history") {
+    SKIP_UNLESS_POSTGRES();
+    TestEnv env;
+    Roles roles(env);
+    Acquired held = env.acquire({"-r", "kept", "--ttl", "1h"});
+    CHECK_EXIT(env.clock({"release", "-r", "kept", "--owner", held.owner}), 0);
+    Acquired again = env.acquire({"-r", "kept", "--ttl", "1h"});
+    long long rows = history_rows(env);
+    REQUIRE(rows >= 3);
+    for (const std::string& url : {roles.app_url(), roles.operator_url()}) {
+      CAPTURE(url);
+      for (const std::string& sql : k_forbidden_sql)
+        check_refused(env, url, sql);
+    }
+    CHECK(history_rows(env) == rows);
+    auto holders = env.holders_of("kept");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0].value("token", 0LL) == again.token());
+    CHECK(psql(env, env.url(),
+               "SELECT 1 FROM pg_tables WHERE schemaname = 'clock' AND "
+               "tablename = 'evil'")
+              .out.find('1') == std::string::npos);
+  }
+
+  TEST_CASE("clock_operator can release --force and gc, recorded with who forced it") {
+    SKIP_UNLESS_POSTGRES();
+    TestEnv env;
+    Roles roles(env);
+    Acquired victim = env.acquire({"-r", "x"});
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--force"}, roles.as_operator()), 0);
+    CHECK(env.holders_of("x").empty());
+    Acquired next = acquire_as(env, roles.as_operator(), {"-n", "-r", "x"});
+    CHECK(next.token() > victim.token());
+    Result history = env.clock({"history", "x", "--format", "json"}, roles.as_operator());
+    CHECK_EXIT(history, 0);
+    CHECK(history.out.find("forced") != std::string::npos);
+
+    env.acquire({"-r", "short", "--ttl", "1s"});
+    REQUIRE(await([&] { return env.holders_of("short").empty(); }, 30s, 100ms));
+    Result gc = env.clock({"gc"}, roles.as_operator());
+    CHECK_EXIT(gc, 0);
+    CHECK(env.holders_of("short", true).empty());
+  }
+}
