@@ -5,15 +5,18 @@
 #   make build         release build with debug info, in build/
 #   make build-asan    ASan + UBSan build, in build-asan/
 #   make demo          build, then run a real job under a lock (packaging/demo.sh)
-#   make check         both builds, then every test on both, against a throwaway
-#                      PostgreSQL and pgbouncer (tests/helpers/with-postgres.sh),
+#   make check         both builds and the .deb, then every test on both builds,
+#                      against a throwaway PostgreSQL and pgbouncer
+#                      (tests/helpers/with-postgres.sh), then the .deb's own test
+#                      (tests/package/test_deb.sh: installs it into a scratch root),
 #                      then each fuzz target briefly (FUZZ_CHECK_SECONDS each)
 #   make build-fuzz    the libFuzzer targets (clang, ASan + UBSan), in build-fuzz/
 #   make fuzz          each fuzz target for FUZZ_SECONDS (tests/fuzz/run.sh)
 #   make format        clang-format the C++ sources in place
 #   make check-format  fail if any C++ source is not clang-formatted
 #   make package       the Debian package build-pkg/clock_*.deb (cpack -G DEB)
-#   make clean         remove both build directories
+#   make clean         remove every build directory (build, build-asan, build-pkg,
+#                      build-release)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -73,22 +76,32 @@ demo: deps build
 	packaging/demo.sh
 
 # One PostgreSQL server (and pgbouncer) for both runs; each test makes its own
-# database. Both runs always happen; any failure fails the target. The ASan
-# run leaves out the tests labelled "slow", if tests/CMakeLists.txt has any.
-check: deps build build-asan build-fuzz
+# database. The ASan run leaves out the tests labelled "slow", if
+# tests/CMakeLists.txt has any. Then the .deb is unpacked and installed into a
+# scratch root and checked (tests/package/test_deb.sh, lintian included), and
+# each fuzz target runs for FUZZ_CHECK_SECONDS from its seed corpus.
+# Every step always runs; any failure fails the target.
+define CTEST_BOTH_BUILDS
+  failed=(); \
+  echo "==> ctest in build/"; \
+  ctest --test-dir build $(CTEST_FLAGS) || failed+=(build); \
+  asan_flags=(); \
+  if ctest --test-dir build-asan --print-labels | grep -qx "[[:space:]]*slow"; then asan_flags=(-LE slow); fi; \
+  echo "==> ctest in build-asan/ $${asan_flags[*]}"; \
+  env $(SANITIZER_ENV) ctest --test-dir build-asan $(CTEST_FLAGS) "$${asan_flags[@]}" || failed+=(build-asan); \
+  if [ $${#failed[@]} -gt 0 ]; then echo "make check: tests failed in: $${failed[*]}" >&2; exit 1; fi
+endef
+
+check: deps build build-asan build-fuzz package
 	@echo "==> tests/helpers/with-postgres.sh: ctest in build/, then in build-asan/"
-	@tests/helpers/with-postgres.sh bash -c '\
-	  failed=(); \
-	  echo "==> ctest in build/"; \
-	  ctest --test-dir build $(CTEST_FLAGS) || failed+=(build); \
-	  asan_flags=(); \
-	  if ctest --test-dir build-asan --print-labels | grep -qx "[[:space:]]*slow"; then asan_flags=(-LE slow); fi; \
-	  echo "==> ctest in build-asan/ $${asan_flags[*]}"; \
-	  env $(SANITIZER_ENV) ctest --test-dir build-asan $(CTEST_FLAGS) "$${asan_flags[@]}" || failed+=(build-asan); \
-	  if [ $${#failed[@]} -gt 0 ]; then echo "make check: tests failed in: $${failed[*]}" >&2; exit 1; fi; \
-	  echo "make check: all tests passed in build/ and build-asan/"'
-	@echo "==> tests/fuzz/run.sh: each fuzz target for $(FUZZ_CHECK_SECONDS)s"
-	@tests/fuzz/run.sh --build build-fuzz --seconds $(FUZZ_CHECK_SECONDS)
+	@failed=(); \
+	tests/helpers/with-postgres.sh bash -c '$(CTEST_BOTH_BUILDS)' || failed+=(ctest); \
+	echo "==> tests/package/test_deb.sh build-pkg/clock_*.deb"; \
+	tests/package/test_deb.sh build-pkg/clock_*.deb || failed+=(package); \
+	echo "==> tests/fuzz/run.sh: each fuzz target for $(FUZZ_CHECK_SECONDS)s"; \
+	tests/fuzz/run.sh --build build-fuzz --seconds $(FUZZ_CHECK_SECONDS) || failed+=(fuzz); \
+	if [ $${#failed[@]} -gt 0 ]; then echo "make check: failed: $${failed[*]}" >&2; exit 1; fi; \
+	echo "make check: all tests passed in build/ and build-asan/, the .deb's and the fuzzers'"
 
 format:
 	$(CXX_SOURCES) | xargs -r clang-format -i
@@ -96,21 +109,24 @@ format:
 check-format:
 	$(CXX_SOURCES) | xargs -r clang-format --dry-run -Werror
 
+# Every directory a target here creates: build, build-asan, build-fuzz (make
+# build-fuzz), build-pkg (make package) and build-release (make bench).
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-pkg build-release
 
 # The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
 # tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,
 # hardening=+all), then cpack -G DEB, which strips the binary and computes
-# Depends with dpkg-shlibdeps. Check the result with
-#   bash tests/package/test_deb.sh build-pkg/clock_*.deb && lintian build-pkg/clock_*.deb
+# Depends with dpkg-shlibdeps. make check tests the result; by hand:
+#   tests/package/test_deb.sh build-pkg/clock_*.deb   (runs lintian too, if installed)
 package: BUILD_TYPE = Release
 package: deps
 	@command -v dpkg-buildflags >/dev/null && command -v dpkg-shlibdeps >/dev/null || \
 	  { echo "make package: needs dpkg-dev (dpkg-buildflags, dpkg-shlibdeps): apt-get install dpkg-dev" >&2; exit 1; }
 	$(call configure,build-pkg,-DCLOCK_BUILD_TESTS=OFF -DENABLE_SANITIZERS=OFF \
 	  -DCMAKE_CXX_FLAGS="$$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CXXFLAGS) $$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get CPPFLAGS)" \
-	  -DCMAKE_EXE_LINKER_FLAGS="$$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)")
+	  -DCMAKE_EXE_LINKER_FLAGS="$$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)" \
+	  -DCMAKE_MODULE_LINKER_FLAGS="$$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get LDFLAGS)")
 	cmake --build build-pkg -j$(NPROC)
 	rm -f build-pkg/clock_*.deb
 	cd build-pkg && cpack -G DEB

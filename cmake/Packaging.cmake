@@ -6,7 +6,8 @@
 #   the default component   the binary (CMakeLists.txt) and the man page: what
 #                           `cmake --install` installs, under any prefix;
 #   the "deb" component     /etc/clock/clock.toml, completions, systemd units,
-#                           /usr/share/doc/clock: Debian paths, some absolute,
+#                           /usr/share/doc/clock (with the JSON Schemas of
+#                           the JSON output in schema/): Debian paths, some absolute,
 #                           so EXCLUDE_FROM_ALL (a plain `cmake --install`
 #                           never writes to /etc or /lib); only CPack installs
 #                           it, through CPACK_INSTALL_CMAKE_PROJECTS below.
@@ -37,15 +38,18 @@ add_custom_target(clock_packaging_files ALL
 set(CLOCK_MAN_GZ ${CLOCK_PKG_DIR}/clock.1.gz)
 
 # A stripping install (`cpack`, `cmake --install --strip`) also drops the
-# .comment and .note sections from the binary, as Debian's dh_strip does.
-# Runs after CMakeLists.txt's install(TARGETS clock) and its strip.
+# .comment and .note sections from the binary and the PostgreSQL module, as
+# Debian's dh_strip does. Runs after CMakeLists.txt's install(TARGETS …) and
+# their strip.
 if(CMAKE_OBJCOPY)
   install(CODE "
-    set(_clock_bin \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/clock\")
-    if(CMAKE_INSTALL_DO_STRIP AND EXISTS \"\${_clock_bin}\")
-      execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --remove-section=.comment
-                              --remove-section=.note \"\${_clock_bin}\" COMMAND_ERROR_IS_FATAL ANY)
-    endif()")
+    foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\")
+      set(_clock_elf \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${_clock_elf}\")
+      if(CMAKE_INSTALL_DO_STRIP AND EXISTS \"\${_clock_elf}\")
+        execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --remove-section=.comment
+                                --remove-section=.note \"\${_clock_elf}\" COMMAND_ERROR_IS_FATAL ANY)
+      endif()
+    endforeach()")
 endif()
 
 # Every directory an install creates is 0755, whatever the umask.
@@ -72,6 +76,16 @@ install(FILES ${CMAKE_SOURCE_DIR}/packaging/debian/copyright
 # gc on every host that installs the package.
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/cron/clock-gc
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/examples/cron.d
+  COMPONENT deb EXCLUDE_FROM_ALL)
+# The JSON Schemas of `clock status` and `clock history --format json`.
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/schema/status.schema.json
+              ${CMAKE_SOURCE_DIR}/packaging/schema/history.schema.json
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/schema
+  COMPONENT deb EXCLUDE_FROM_ALL)
+# Lintian tags that do not apply to a package built outside Debian, each with
+# its reason (packaging/debian/clock.lintian-overrides).
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/debian/clock.lintian-overrides
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME clock
   COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/sql/postgres/roles.sql
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/examples/postgres

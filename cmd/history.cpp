@@ -15,7 +15,9 @@ Action register_history(CLI::App& app) {
   command->add_option("--limit", options->limit, "At most N events (default 50)")
       ->check(CLI::Range(1, 1'000'000));
   command->add_option("--format", options->format, "table or json");
-  command->footer("Example:\n  clock history bootstrap --limit 20");
+  command->footer(
+      "JSON Schema of --format json: /usr/share/doc/clock/schema/history.schema.json\n"
+      "Example:\n  clock history bootstrap --limit 20");
   return [options](Context& context) {
     auto format = format_flag(options->format, {output::Format::table, output::Format::json});
     store::HistoryQuery query;

@@ -24,7 +24,10 @@ void add_lock_flags(CLI::App& command, LockFlags& flags) {
   command.add_option("--slots", flags.slots, "Counting semaphore: up to N holders")
       ->check(CLI::Range(1, 1'000'000));
   auto* nonblock = command.add_flag("-n,--nonblock", flags.nonblock, "Fail at once if held");
-  auto* wait = command.add_option("-w,--wait", flags.wait, "Wait at most D (default: forever)");
+  auto* wait = command.add_option(
+      "-w,--wait", flags.wait,
+      "Wait at most D (default: forever). While waiting, stderr names the holder: "
+      "one live line on a terminal, else a log line every 30s");
   nonblock->excludes(wait);
   command
       .add_option("-E,--conflict-exit-code", flags.conflict_exit_code,

@@ -1,7 +1,24 @@
-// clock status: who holds what, since when, from where, and who waits.
+// clock status: who holds what, since when, from where, and who waits. The
+// exit status answers "is anything held?" for scripts: 0 yes, 1 no.
 #include "cmd/commands.hpp"
+#include "output/colour.hpp"
 
 namespace clk::cmd {
+
+namespace {
+
+// Exit status of a successful `clock status` that found no live lease.
+constexpr int k_nothing_held = 1;
+
+bool anything_held(const store::Snapshot& snapshot) {
+  for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
+    if (i >= snapshot.holder_expired.size() || !snapshot.holder_expired[i])
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 Action register_status(CLI::App& app) {
   struct Options {
@@ -15,7 +32,17 @@ Action register_status(CLI::App& app) {
   command->add_option("--format", options->format,
                       "table, json or prometheus (node_exporter textfile)");
   command->add_flag("--all", options->all, "Include expired leases not yet collected");
-  command->footer("Example:\n  clock status ldap\n  clock status --format json | jq .holders");
+  command->footer(
+      "The table has one line per holder and per waiter (in queue order); its STATE\n"
+      "column is coloured on a terminal, never with NO_COLOR set or in a pipe.\n"
+      "Exit status: 0 if a live lease is held (on PREFIX or below, if given), 1 if\n"
+      "none is (even with waiters queued); --format prometheus exits 0 either way.\n"
+      "Errors exit 64-79 as for every command (see clock --help).\n"
+      "JSON Schema of --format json: /usr/share/doc/clock/schema/status.schema.json\n"
+      "Examples:\n"
+      "  clock status ldap\n"
+      "  clock status --format json | jq .holders\n"
+      "  if clock status bootstrap >/dev/null; then echo 'bootstrap is running'; fi");
   return [options](Context& context) {
     auto format = format_flag(
         options->format, {output::Format::table, output::Format::json, output::Format::prometheus});
@@ -25,8 +52,14 @@ Action register_status(CLI::App& app) {
     if (options->prefix)
       query.prefix = lock::Resource::parse(*options->prefix);
     query.include_expired = options->all;
-    print(output::render_status(context.open_store()->status(query), format));
-    return 0;
+    auto snapshot = context.open_store()->status(query);
+    bool colour = format == output::Format::table && output::colour_wanted_for_stdout();
+    print(output::render_status(snapshot, format, colour));
+    // A metrics export succeeds whether or not anything is held: a cron line
+    // `clock status --format prometheus > f.tmp && mv f.tmp f` must not stall.
+    if (format == output::Format::prometheus || anything_held(snapshot))
+      return 0;
+    return k_nothing_held;
   };
 }
 

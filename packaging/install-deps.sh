@@ -20,6 +20,17 @@ DEPS=(
   # tests, faketime for clock-skew tests, bindfs for a FUSE mount (a file system
   # SQLite refuses) in the SQLite fault tests
   postgresql pgbouncer sqlite3 tmux faketime bindfs
+  # the output contracts (ctest output-*): python3-jsonschema validates the JSON
+  # output against packaging/schema/*.schema.json (run with /usr/bin/python3,
+  # not a pyenv one); prometheus for promtool, which parses and lints
+  # `clock status --format prometheus`. The package has the server too: its
+  # postinst enables prometheus.service, and starts it where systemd runs (not
+  # in containers, whose policy-rc.d forbids starts).
+  python3 python3-jsonschema prometheus
+  # make package and its test (tests/package/test_deb.sh, run by make check):
+  # dpkg-dev for dpkg-buildflags and dpkg-shlibdeps, man-db for man -l,
+  # lintian to lint the .deb
+  dpkg-dev man-db lintian
   # clang for the fuzzers (libclang-rt-14-dev holds libFuzzer and the sanitizer
   # runtimes; bookworm's clang is 14), clang-format for make format/check-format
   clang libclang-rt-14-dev clang-format

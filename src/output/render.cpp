@@ -2,12 +2,15 @@
 // JSON is built with nlohmann::json so that every string is escaped correctly.
 #include "output/render.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "output/colour.hpp"
 #include "output/text.hpp"
 #include "util/duration.hpp"
 
@@ -77,6 +80,99 @@ std::string resource_cell(const std::string& ns, const lock::Resource& resource)
   return ns.empty() ? resource.str() : ns + ":" + resource.str();
 }
 
+// Each waiter's place in line for its own resource, 1 first (the waiters
+// come in queue order; `position` is a global sequence number, not a place).
+std::vector<int> places_in_line(const std::vector<lock::Waiter>& waiters) {
+  std::map<std::pair<std::string, std::string>, int> seen;
+  std::vector<int> places;
+  for (const auto& waiter : waiters)
+    places.push_back(++seen[{waiter.ns, waiter.resource.str()}]);
+  return places;
+}
+
+std::string expires_cell(const lock::Lease& lease, lock::Instant now) {
+  if (!lease.expires_at)
+    return "never";
+  auto left = milliseconds(ms_between(now, *lease.expires_at));
+  return left.count() > 0 ? "in " + util::format_duration(left)
+                          : "expired " + util::format_duration(-left) + " ago";
+}
+
+std::vector<std::string> holder_row(const lock::Lease& lease, bool expired, lock::Instant now) {
+  return {resource_cell(lease.ns, lease.resource),
+          expired ? "expired" : "held",
+          mode_cell(lease.mode, lease.slots),
+          lease.owner.str(),
+          escape_for_terminal(lease.info.host),
+          escape_for_terminal(lease.info.ip.empty() ? "-" : lease.info.ip),
+          std::to_string(lease.info.pid),
+          escape_for_terminal(lease.info.user),
+          std::to_string(lease.token),
+          util::format_duration(milliseconds(ms_between(lease.acquired_at, now))),
+          expires_cell(lease, now),
+          escape_for_terminal(lease.info.command)};
+}
+
+std::vector<std::string> waiter_row(const lock::Waiter& waiter, int place, lock::Instant now) {
+  return {resource_cell(waiter.ns, waiter.resource),
+          "waiting #" + std::to_string(place),
+          mode_cell(waiter.mode, waiter.slots),
+          waiter.owner.str(),
+          escape_for_terminal(waiter.info.host),
+          escape_for_terminal(waiter.info.ip.empty() ? "-" : waiter.info.ip),
+          std::to_string(waiter.info.pid),
+          escape_for_terminal(waiter.info.user),
+          "-",
+          util::format_duration(milliseconds(ms_between(waiter.since, now))),
+          "-",
+          escape_for_terminal(waiter.info.command)};
+}
+
+// One line per holder and per waiter, grouped by resource: its holders first,
+// then its waiters in queue order. Colour (a terminal without NO_COLOR) marks
+// the STATE column and the header.
+std::string status_table(const store::Snapshot& snapshot, bool colour) {
+  if (snapshot.holders.empty() && snapshot.waiters.empty())
+    return "no locks held\n";
+  struct Line {
+    std::string ns, resource;
+    std::vector<std::string> cells;
+    std::string_view colour;
+  };
+  std::vector<Line> lines;
+  for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
+    const auto& lease = snapshot.holders[i];
+    bool expired = i < snapshot.holder_expired.size() && snapshot.holder_expired[i];
+    lines.push_back({lease.ns, lease.resource.str(), holder_row(lease, expired, snapshot.now),
+                     expired ? k_colour_expired : k_colour_held});
+  }
+  auto places = places_in_line(snapshot.waiters);
+  for (std::size_t i = 0; i < snapshot.waiters.size(); ++i) {
+    const auto& waiter = snapshot.waiters[i];
+    lines.push_back({waiter.ns, waiter.resource.str(), waiter_row(waiter, places[i], snapshot.now),
+                     k_colour_waiting});
+  }
+  // Stable: holders stay before waiters, and waiters in queue order.
+  std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) {
+    return std::tie(a.ns, a.resource) < std::tie(b.ns, b.resource);
+  });
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& line : lines)
+    rows.push_back(line.cells);
+  constexpr std::size_t k_state_column = 1;
+  CellColour paint;
+  if (colour) {
+    paint = [&lines](std::size_t row, std::size_t column) -> std::string_view {
+      if (row == 0)
+        return k_colour_header;
+      return column == k_state_column ? lines[row - 1].colour : std::string_view();
+    };
+  }
+  return table({"RESOURCE", "STATE", "MODE", "OWNER", "HOST", "IP", "PID", "USER", "TOKEN", "FOR",
+                "EXPIRES", "COMMAND"},
+               rows, paint);
+}
+
 }  // namespace
 
 std::string render_grants(const lock::OwnerId& owner, const std::vector<store::Grant>& grants,
@@ -106,7 +202,7 @@ std::string render_grants(const lock::OwnerId& owner, const std::vector<store::G
   return out;
 }
 
-std::string render_status(const store::Snapshot& snapshot, Format format) {
+std::string render_status(const store::Snapshot& snapshot, Format format, bool colour) {
   if (format == Format::prometheus)
     return render_prometheus(snapshot);
   if (format == Format::json) {
@@ -116,40 +212,15 @@ std::string render_status(const store::Snapshot& snapshot, Format format) {
       holders.push_back(lease_json(snapshot.holders[i], snapshot.now, expired));
     }
     json waiters = json::array();
-    for (const auto& waiter : snapshot.waiters)
-      waiters.push_back(waiter_json(waiter, snapshot.now));
+    auto places = places_in_line(snapshot.waiters);
+    for (std::size_t i = 0; i < snapshot.waiters.size(); ++i) {
+      waiters.push_back(waiter_json(snapshot.waiters[i], snapshot.now));
+      waiters.back()["place"] = places[i];
+    }
     json out = {{"now", iso8601(snapshot.now)}, {"holders", holders}, {"waiters", waiters}};
     return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
-  if (snapshot.holders.empty() && snapshot.waiters.empty())
-    return "no locks held\n";
-  std::vector<std::vector<std::string>> rows;
-  for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
-    const auto& lease = snapshot.holders[i];
-    std::string expires = "never";
-    if (lease.expires_at) {
-      auto left = milliseconds(ms_between(snapshot.now, *lease.expires_at));
-      expires = left.count() > 0 ? "in " + util::format_duration(left)
-                                 : "expired " + util::format_duration(-left) + " ago";
-    }
-    rows.push_back(
-        {resource_cell(lease.ns, lease.resource), "held", mode_cell(lease.mode, lease.slots),
-         escape_for_terminal(lease.info.host), std::to_string(lease.info.pid),
-         escape_for_terminal(lease.info.user), std::to_string(lease.token),
-         util::format_duration(milliseconds(ms_between(lease.acquired_at, snapshot.now))), expires,
-         escape_for_terminal(lease.info.command)});
-  }
-  for (const auto& waiter : snapshot.waiters) {
-    rows.push_back({resource_cell(waiter.ns, waiter.resource),
-                    "waiting #" + std::to_string(waiter.position),
-                    mode_cell(waiter.mode, waiter.slots), escape_for_terminal(waiter.info.host),
-                    std::to_string(waiter.info.pid), escape_for_terminal(waiter.info.user), "-",
-                    util::format_duration(milliseconds(ms_between(waiter.since, snapshot.now))),
-                    "-", escape_for_terminal(waiter.info.command)});
-  }
-  return table(
-      {"RESOURCE", "STATE", "MODE", "HOST", "PID", "USER", "TOKEN", "FOR", "EXPIRES", "COMMAND"},
-      rows);
+  return status_table(snapshot, colour);
 }
 
 namespace {

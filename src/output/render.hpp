@@ -15,10 +15,11 @@ enum class Format { text, json, shell, table, prometheus };
 std::string render_grants(const lock::OwnerId& owner, const std::vector<store::Grant>& grants,
                           Format format);
 
-// `clock status`: holders and waiters, as a table or JSON (schema in README).
-std::string render_status(const store::Snapshot& snapshot, Format format);
+// `clock status`: holders and waiters, as a table (coloured if `colour`), JSON
+// (schema: packaging/schema/status.schema.json) or Prometheus text.
+std::string render_status(const store::Snapshot& snapshot, Format format, bool colour = false);
 
-// `clock history`: newest first, as a table or JSON.
+// `clock history`: newest first, as a table or JSON (packaging/schema/history.schema.json).
 std::string render_history(const std::vector<store::HistoryEvent>& events, Format format);
 
 // `clock gc`: what was (or, with --dry-run, would be) removed.

@@ -38,7 +38,7 @@ std::string iso8601(lock::Instant instant) {
 }
 
 std::string table(const std::vector<std::string>& header,
-                  const std::vector<std::vector<std::string>>& rows) {
+                  const std::vector<std::vector<std::string>>& rows, const CellColour& colour) {
   std::vector<std::size_t> widths(header.size());
   auto measure = [&](const std::vector<std::string>& row) {
     for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
@@ -49,14 +49,20 @@ std::string table(const std::vector<std::string>& header,
   for (const auto& row : rows)
     measure(row);
   std::string out;
+  std::size_t row_number = 0;
   auto emit = [&](const std::vector<std::string>& row) {
     std::string line;
     for (std::size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
+      std::string_view sgr = colour ? colour(row_number, i) : std::string_view();
+      if (sgr.empty())
+        line += row[i];
+      else
+        line += "\033[" + std::string(sgr) + "m" + row[i] + "\033[0m";
       if (i + 1 < row.size())
         line += std::string(widths[i] - row[i].size() + 2, ' ');
     }
     out += line + "\n";
+    ++row_number;
   };
   emit(header);
   for (const auto& row : rows)

@@ -2,6 +2,8 @@
 // that it cannot drive the terminal, instants, and aligned tables.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,8 +19,14 @@ std::string escape_for_terminal(std::string_view text);
 // ISO 8601 in UTC with milliseconds: 2026-11-22T19:40:03.123Z.
 std::string iso8601(lock::Instant instant);
 
-// Renders rows as columns padded to their widest cell, two spaces apart.
+// The SGR colour of a table cell ("" for none): row 0 is the header, data
+// rows count from 1.
+using CellColour = std::function<std::string_view(std::size_t row, std::size_t column)>;
+
+// Renders rows as columns padded to their widest cell, two spaces apart. With
+// `colour`, a coloured cell is wrapped in its SGR sequence; widths count the
+// visible text only, so columns stay aligned.
 std::string table(const std::vector<std::string>& header,
-                  const std::vector<std::vector<std::string>>& rows);
+                  const std::vector<std::vector<std::string>>& rows, const CellColour& colour = {});
 
 }  // namespace clk::output

@@ -17,6 +17,23 @@ namespace {
 constexpr auto k_first_report = seconds(1);   // "longer than a moment"
 constexpr auto k_log_interval = seconds(30);  // plain lines when not on a terminal
 constexpr auto k_tty_interval = milliseconds(250);
+
+// Who is in the way, without the times that grow on every attempt: a new
+// holder or queue head is news worth a line at once, the same one a second
+// later is not.
+std::string blocker_identity(const store::Attempt& attempt) {
+  if (!attempt.blocking_leases.empty()) {
+    const auto& lease = attempt.blocking_leases.front();
+    return "lease " + lease.owner.str() + " " + lease.resource.str() + " " +
+           std::to_string(lease.token) + " +" + std::to_string(attempt.blocking_leases.size());
+  }
+  if (!attempt.blocking_waiters.empty()) {
+    const auto& waiter = attempt.blocking_waiters.front();
+    return "waiter " + waiter.owner.str() + " " + waiter.resource.str() + " +" +
+           std::to_string(attempt.blocking_waiters.size());
+  }
+  return "other";
+}
 }  // namespace
 
 WaitReporter::WaitReporter(bool quiet)
@@ -29,11 +46,12 @@ void WaitReporter::blocked(const store::Attempt& attempt, milliseconds waited) {
   if (m_quiet)
     return;
   auto now = steady_clock::now();
-  auto blocker = escape_for_terminal(store::describe_blockers(attempt, system_clock::now()));
-  bool changed = blocker != m_last_blocker;
+  auto identity = blocker_identity(attempt);
+  bool changed = identity != m_last_blocker;
   if (now < m_next_report && !(changed && m_line_shown))
     return;
-  m_last_blocker = blocker;
+  m_last_blocker = identity;
+  auto blocker = escape_for_terminal(store::describe_blockers(attempt, system_clock::now()));
   if (m_terminal) {
     std::fprintf(stderr, "\r\033[Kclock: waiting %s: %s", util::format_duration(waited).c_str(),
                  blocker.c_str());

@@ -23,7 +23,7 @@ class WaitReporter final : public store::WaitObserver {
   bool m_terminal;
   bool m_line_shown = false;
   std::chrono::steady_clock::time_point m_next_report;
-  std::string m_last_blocker;
+  std::string m_last_blocker;  // who was in the way at the last line (no times)
 };
 
 }  // namespace clk::output

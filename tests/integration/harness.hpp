@@ -166,7 +166,8 @@ class TestEnv {
 
   // `clock acquire --format json ARGS…`, which must succeed.
   Acquired acquire(const std::vector<std::string>& args) const;
-  // `clock status --format json ARGS…`, which must succeed.
+  // `clock status --format json ARGS…`, which must succeed: exit 0 with a live
+  // holder listed, 1 with none (checked).
   nlohmann::json status(const std::vector<std::string>& args = {}) const;
   // The holders listed by status (with --all if `all`) for exactly `resource`.
   std::vector<nlohmann::json> holders_of(const std::string& resource, bool all = false) const;
