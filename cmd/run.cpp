@@ -99,6 +99,9 @@ Action register_run(CLI::App& app) {
     run.on_lease_lost =
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
     run::check_timing(run);
+    // Forked now, while clock is small (no database library loaded yet) and
+    // not between the grant and the command's start.
+    run::Guard guard;
     auto store = context.open_store();
     store::Acquired acquired;
     try {
@@ -112,10 +115,9 @@ Action register_run(CLI::App& app) {
     run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
                      {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
                      {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
-    int status =
-        run::supervise(run, make_renew(*store, plan, acquired.grants), acquired.attempt_start);
-    release_after_run(*store, plan, status);
-    return status;
+    return run::supervise(run, guard, make_renew(*store, plan, acquired.grants),
+                          acquired.attempt_start,
+                          [&](int status) { release_after_run(*store, plan, status); });
   };
 }
 

@@ -64,6 +64,7 @@ GRANT EXECUTE ON FUNCTION
   :"schema".renew(text, text[], uuid, bigint[], bigint),
   :"schema".release(text, text[], uuid),
   :"schema".status(text, text, boolean),
+  :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer)
 TO clock_app;
 

@@ -1,5 +1,5 @@
-// The guard process: kills the child's process group when clock dies, exits
-// quietly when clock stands it down.
+// The guard process: kills the child's process group when clock dies; clock
+// stands it down with SIGKILL when it finishes normally.
 #include "run/guard.hpp"
 
 #include <cerrno>
@@ -62,7 +62,7 @@ void close_all_but(int fd) {
   for (;;) {
     ssize_t n = read(k_guard_fd, &byte, 1);
     if (n == 1)
-      _exit(0);  // stood down: clock finished normally
+      _exit(0);  // nothing writes here (clock stands the guard down with SIGKILL)
     if (n < 0 && errno == EINTR)
       continue;
     break;  // end-of-file or error: clock is gone
@@ -83,6 +83,8 @@ void close_all_but(int fd) {
 }  // namespace
 
 Guard::Guard() {
+  // No handler of clock's may run in the guard before it ignores them.
+  BlockedSignals blocked;
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     fail("socketpair");
@@ -106,6 +108,9 @@ Guard::Guard() {
   if (setpgid(pid, pid) != 0 && errno != EACCES) {
     int saved = errno;
     stand_down();
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    m_pid = -1;
     errno = saved;
     fail("setpgid");
   }
@@ -113,22 +118,22 @@ Guard::Guard() {
 
 Guard::~Guard() {
   stand_down();
-}
-
-void Guard::stand_down() {
-  if (m_fd >= 0) {
-    char byte = 'x';
-    // MSG_NOSIGNAL: the guard may already be dead (killed with the group);
-    // that must not raise SIGPIPE in clock.
-    send(m_fd, &byte, 1, MSG_NOSIGNAL);
-    close(m_fd);
-    m_fd = -1;
-  }
   if (m_pid > 0) {
     while (waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     m_pid = -1;
   }
+}
+
+void Guard::stand_down() {
+  if (m_fd < 0)
+    return;
+  // Not a message it must wake up to read: the kernel ends it at once, and
+  // clock need not wait for it to be scheduled. An unreaped child cannot
+  // have its pid reused, so this never hits another process.
+  kill(m_pid, SIGKILL);
+  close(m_fd);
+  m_fd = -1;
 }
 
 }  // namespace clk::run

@@ -13,18 +13,20 @@ class Guard {
   // Forks the guard. It leads a new process group, which the child joins; it
   // ignores the forwarded and job-control signals sent to that group, and
   // waits on a socket whose other end only clock holds: end-of-file means
-  // clock died, so it sends SIGKILL to the group. Call with the relayed
-  // signals blocked and before any thread is started.
+  // clock died, so it sends SIGKILL to the group. Blocks the relayed signals
+  // around the fork itself; call before any thread is started.
   Guard();
-  ~Guard();  // stand_down()
+  ~Guard();  // stand_down(), then reaps the guard
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
 
   // The process group the child joins (the guard's pid).
   pid_t process_group() const { return m_pid; }
 
-  // Clock is finishing normally: tells the guard to exit without killing
-  // anything, and reaps it. Idempotent.
+  // Clock is finishing normally: makes the guard exit without killing
+  // anything (SIGKILL: once sent, the guard runs no further instruction, so
+  // it cannot mistake clock's exit for its death), without waiting for it to
+  // go. Idempotent.
   void stand_down();
 
  private:

@@ -181,25 +181,35 @@ class Supervision {
 
 }  // namespace
 
-int supervise(const RunOptions& options, const Renew& renew,
-              Clock::time_point first_renewal_start) {
+int supervise(const RunOptions& options, const Renew& renew, Clock::time_point first_renewal_start,
+              const std::function<void(int status)>& after_child) {
+  check_timing(options);
+  Guard guard;
+  return supervise(options, guard, renew, first_renewal_start, after_child);
+}
+
+int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
+              Clock::time_point first_renewal_start,
+              const std::function<void(int status)>& after_child) {
   check_timing(options);
   Command command(options.argv, options.extra_env);
   SignalRelay relay;
   TerminalHandover terminal;
-  std::optional<Guard> guard;
   Spawned spawned;
   {
-    // Both forks before any thread; no handler runs in either before exec.
+    // The fork before any thread; no handler runs in the child before exec.
     BlockedSignals blocked;
-    guard.emplace();
     spawned =
-        spawn(command, {guard->process_group(), terminal.active(), &relay, &blocked.previous()});
+        spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous()});
   }
-  pid_t group = guard->process_group();
+  pid_t group = guard.process_group();
   terminal.give_to(group);  // the child took it already; this records it
-  if (spawned.pid < 0)
+  if (spawned.pid < 0) {
+    guard.stand_down();
+    if (after_child)
+      after_child(spawned.status);
     return spawned.status;
+  }
 
   std::optional<Heartbeat> heartbeat;
   if (options.ttl > milliseconds::zero()) {
@@ -218,7 +228,11 @@ int supervise(const RunOptions& options, const Renew& renew,
           .run();
   heartbeat.reset();
   terminal.take_back();
-  guard->stand_down();
+  // The guard is told first and reaped last (its destructor): it exits while
+  // the release makes its round trip.
+  guard.stand_down();
+  if (after_child)
+    after_child(status);
   return status;
 }
 

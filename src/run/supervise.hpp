@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 
+#include "run/guard.hpp"
 #include "run/options.hpp"
 #include "run/timing.hpp"
 
@@ -20,7 +22,18 @@ namespace clk::run {
 // that could fork or change signal dispositions; one call at a time. Throws
 // clk::Error(usage) for an empty argv or timings check_timing refuses, and
 // clk::Error(cannot_execute) when the process limits forbid a fork.
+// `after_child` (optional) runs once the child is gone and the renewals have
+// stopped, given the status clock will exit with (the release goes there),
+// while the guard process exits beside it.
 int supervise(const RunOptions& options, const Renew& renew,
-              std::chrono::steady_clock::time_point first_renewal_start);
+              std::chrono::steady_clock::time_point first_renewal_start,
+              const std::function<void(int status)>& after_child = {});
+
+// The same with the guard process forked earlier by the caller: `clock run`
+// forks it before it connects and waits, while clock is small and not
+// between a grant and the child's start (the hand-over path).
+int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
+              std::chrono::steady_clock::time_point first_renewal_start,
+              const std::function<void(int status)>& after_child);
 
 }  // namespace clk::run

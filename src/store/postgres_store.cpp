@@ -5,6 +5,8 @@
 #include "store/postgres_store.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <random>
 
 #include "error.hpp"
@@ -100,13 +102,54 @@ class PostgresStore::Impl {
     m_conn.open();
   }
 
-  // One call of a schema function with bound parameters, as text.
+  // One call of a schema function with bound parameters, as text. The first
+  // call of a connection checks the schema version in the same round trip:
+  // the function runs only when the schema is at least this binary's latest
+  // migration; otherwise (or with no schema at all) the schema is migrated
+  // first and the call made again.
   std::string call(std::string_view what, std::string_view function, std::string_view arguments,
                    const pg::Params& params, pg::Retry retry) {
-    ensure_schema();
-    std::string sql = "SELECT " + pg::quoted(m_schema) + "." + std::string(function) + "(" +
-                      std::string(arguments) + ")::text";
-    return m_conn.call(what, sql, params, retry);
+    std::string invocation = pg::quoted(m_schema) + "." + std::string(function) + "(" +
+                             std::string(arguments) + ")::text";
+    if (!m_schema_ready) {
+      auto reply = m_conn.call_if_exists(
+          what,
+          "SELECT CASE WHEN (SELECT max(version) FROM " + pg::quoted(m_schema) +
+              ".schema_migrations) >= " + std::to_string(pg::latest_version()) + " THEN " +
+              invocation + " END",
+          params, retry);
+      if (reply) {
+        m_schema_ready = true;
+        return std::move(*reply);
+      }
+      migrate();
+    }
+    return m_conn.call(what, "SELECT " + invocation, params, retry);
+  }
+
+  // Like call() for a function returning rows (at least one: it always
+  // returns its "now" row, so no rows means the schema is out of date).
+  void each_row(std::string_view what, std::string_view function, std::string_view arguments,
+                const pg::Params& params, pg::Retry retry,
+                const std::function<void(const pg::RowView&)>& visit) {
+    std::string sql = "SELECT * FROM " + pg::quoted(m_schema) + "." + std::string(function) + "(" +
+                      std::string(arguments) + ")";
+    if (!m_schema_ready) {
+      auto rows =
+          m_conn.each_row(what,
+                          sql + " WHERE (SELECT max(version) FROM " + pg::quoted(m_schema) +
+                              ".schema_migrations) >= " + std::to_string(pg::latest_version()),
+                          params, retry, visit);
+      if (rows && *rows > 0) {
+        m_schema_ready = true;
+        return;
+      }
+      migrate();
+    }
+    if (!m_conn.each_row(what, sql, params, retry, visit)) {
+      throw Error(ExitCode::config, "the clock schema is missing or incomplete (no function " +
+                                        std::string(function) + "): run 'clock init'");
+    }
   }
 
   void migrate() {
@@ -114,14 +157,32 @@ class PostgresStore::Impl {
     m_schema_ready = true;
   }
 
+  // What the last blocked attempt said about when to look again without
+  // being told: the earliest expiry of a lease or queue entry in the way.
+  void blocked_until(std::optional<steady_clock::time_point> next_expiry, std::string owner) {
+    m_next_expiry = next_expiry;
+    m_owner = std::move(owner);
+  }
+
   void wait_for_change(steady_clock::time_point until) {
     auto now = steady_clock::now();
     if (until <= now)
       return;
-    // The fallback poll, jittered so that waiters woken together spread out.
-    std::uniform_int_distribution<int> poll_ms(200, 500);
-    auto slice = std::min<steady_clock::duration>(until - now, milliseconds(poll_ms(m_random)));
-    m_conn.await(pg::notify_channel(m_schema), slice);
+    steady_clock::duration slice;
+    if (m_conn.notified_directly()) {
+      // Every change that can let this waiter in is notified to it, except
+      // the expiry of what is in its way: wake for that too.
+      slice = until - now;
+      if (m_next_expiry)
+        slice = std::min(slice,
+                         std::max<steady_clock::duration>(*m_next_expiry - now, milliseconds(10)));
+    } else {
+      // No notifications (pooled, or not listening yet): a poll, jittered so
+      // that waiters woken together spread out.
+      std::uniform_int_distribution<int> poll_ms(200, 500);
+      slice = std::min<steady_clock::duration>(until - now, milliseconds(poll_ms(m_random)));
+    }
+    m_conn.await(pg::notify_channel(m_schema), m_owner, slice);
   }
 
  private:
@@ -130,21 +191,11 @@ class PostgresStore::Impl {
     return schema;
   }
 
-  // The first call checks the schema version (one round trip) and migrates
-  // when this binary knows newer migrations than the database has.
-  void ensure_schema() {
-    if (m_schema_ready)
-      return;
-    auto version = m_conn.call_if_exists("SELECT coalesce(max(version), 0)::text FROM " +
-                                         pg::quoted(m_schema) + ".schema_migrations");
-    if (!version || std::stoi(*version) < pg::latest_version())
-      migrate();
-    m_schema_ready = true;
-  }
-
   std::string m_schema;
   pg::Connection m_conn;
   bool m_schema_ready = false;
+  std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
+  std::string m_owner;                                    // the waiting request's
   std::minstd_rand m_random{std::random_device{}()};
 };
 
@@ -172,10 +223,18 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
         pg::Retry::if_broken));
   } catch (const pg::HierarchyBusy&) {
     // Another program holds these resources' hierarchy in an open
-    // transaction: blocked, like any holder (-n: 75; a waiter tries again).
+    // transaction: blocked, like any holder (-n: 75; a waiter tries again,
+    // soon: that transaction's end may notify nobody).
+    m_impl->blocked_until(steady_clock::now() + milliseconds(500), request.owner.str());
     Attempt blocked;
     blocked.outcome = Outcome::blocked;
     return blocked;
+  }
+  if (reply.attempt.outcome == Outcome::blocked) {
+    std::optional<steady_clock::time_point> next_expiry;
+    if (reply.next_expiry_in)
+      next_expiry = steady_clock::now() + *reply.next_expiry_in + milliseconds(20);
+    m_impl->blocked_until(next_expiry, request.owner.str());
   }
   if (reply.refusal == "slots_mismatch")
     throw Error(ExitCode::usage, slots_message(reply));
@@ -242,9 +301,11 @@ Snapshot PostgresStore::status(const StatusQuery& query) {
   std::optional<std::string> prefix;
   if (query.prefix)
     prefix = query.prefix->str();
-  return pg::parse_status(m_impl->call("status", "status", "$1, $2, $3",
-                                       {query.ns, prefix, boolean(query.include_expired)},
-                                       pg::Retry::if_broken));
+  pg::StatusRows rows;
+  m_impl->each_row("status", "status_rows", "$1, $2, $3",
+                   {query.ns, prefix, boolean(query.include_expired)}, pg::Retry::if_broken,
+                   [&](const pg::RowView& row) { rows.add(row); });
+  return rows.take();
 }
 
 std::vector<HistoryEvent> PostgresStore::history(const HistoryQuery& query) {

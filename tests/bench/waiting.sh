@@ -103,7 +103,10 @@ for pid in "${waiter_pids[@]}"; do
   wait "$pid" || status=$?
   ended+=("$status")
 done
-exits=$(printf '%s\n' "${ended[@]}" | sort -n | uniq -c | awk 'NF {printf "%s%s x exit %s", sep, $1, $2; sep = ", "}')
+exits=""
+# (printf of an empty array still prints one empty line: no waiter ended.)
+((${#ended[@]})) &&
+  exits=$(printf '%s\n' "${ended[@]}" | sort -n | uniq -c | awk 'NF {printf "%s%s x exit %s", sep, $1, $2; sep = ", "}')
 [[ -n $exits ]] && say "  waiters that gave up during the run: $exits"
 stop_all
 

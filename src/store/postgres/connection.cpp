@@ -33,13 +33,22 @@ class NoticeLog final : public pqxx::errorhandler {
   }
 };
 
-// Registering it LISTENs; await_notification() wakes on any notification,
-// so it has nothing to do itself.
+// Registering it LISTENs. The functions of sql/postgres address a
+// notification to one waiter (its owner id as payload) or to all (empty).
 class ChangeListener final : public pqxx::notification_receiver {
  public:
   using pqxx::notification_receiver::notification_receiver;
-  void operator()(const std::string&, int) override {}
+  void operator()(const std::string& payload, int) override {
+    if (payload.empty() || payload == wanted)
+      woken = true;
+  }
+  std::string wanted;
+  bool woken = false;
 };
+
+bool is_missing_schema(const std::string& state) {
+  return state == "42P01" || state == "42883" || state == "3F000";
+}
 
 bool contains_any(const std::string& text, std::initializer_list<std::string_view> needles) {
   for (auto needle : needles) {
@@ -96,6 +105,7 @@ struct Connection::Session {
   pqxx::connection conn;
   NoticeLog notices;                         // declared after conn: destroyed before it
   std::unique_ptr<ChangeListener> listener;  // LISTENing since the first await()
+  bool direct = false;                       // notifications reach us (not pooled)
 };
 
 Connection::Connection(std::string url, milliseconds connect_timeout)
@@ -234,16 +244,69 @@ std::string Connection::call(std::string_view what, const std::string& sql, cons
   });
 }
 
-std::optional<std::string> Connection::call_if_exists(const std::string& sql) {
-  return guarded("the schema check", Retry::if_broken, [&](Session& s) {
+std::optional<std::string> Connection::call_if_exists(std::string_view what, const std::string& sql,
+                                                      const Params& params, Retry retry) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& param : params)
+    values.push_back(param ? param->c_str() : nullptr);
+  return guarded(what, retry, [&](Session& s) -> std::optional<std::string> {
+    pqxx::result result;
     try {
       pqxx::nontransaction tx(s.conn);
-      pqxx::result result = tx.exec(sql);
-      return std::optional<std::string>(result.at(0).at(0).c_str());
-    } catch (const pqxx::undefined_table&) {
-      return std::optional<std::string>();
+      result = tx.exec_params(sql, pqxx::prepare::make_dynamic_params(values));
+    } catch (const pqxx::sql_error& e) {
+      if (is_missing_schema(sqlstate_of(e)) && s.conn.is_open())
+        return std::nullopt;
+      throw;
+    }
+    if (result.size() != 1 || result.columns() != 1) {
+      throw Error(ExitCode::internal, std::string(what) + ": expected one value from PostgreSQL");
+    }
+    if (result[0][0].is_null())
+      return std::nullopt;
+    return std::string(result[0][0].c_str());
+  });
+}
+
+namespace {
+
+class PqxxRow final : public RowView {
+ public:
+  explicit PqxxRow(const pqxx::row& row) : m_row(row) {}
+  const char* at(int column) const override {
+    auto field = m_row[column];
+    return field.is_null() ? nullptr : field.c_str();
+  }
+
+ private:
+  const pqxx::row& m_row;
+};
+
+}  // namespace
+
+std::optional<std::size_t> Connection::each_row(std::string_view what, const std::string& sql,
+                                                const Params& params, Retry retry,
+                                                const std::function<void(const RowView&)>& visit) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& param : params)
+    values.push_back(param ? param->c_str() : nullptr);
+  auto result = guarded(what, retry, [&](Session& s) -> std::optional<pqxx::result> {
+    try {
+      pqxx::nontransaction tx(s.conn);
+      return tx.exec_params(sql, pqxx::prepare::make_dynamic_params(values));
+    } catch (const pqxx::sql_error& e) {
+      if (is_missing_schema(sqlstate_of(e)) && s.conn.is_open())
+        return std::nullopt;
+      throw;
     }
   });
+  if (!result)
+    return std::nullopt;
+  for (const auto& row : *result)
+    visit(PqxxRow(row));
+  return result->size();
 }
 
 void Connection::run_migrations(const std::string& script) {
@@ -269,18 +332,27 @@ void Connection::run_migrations(const std::string& script) {
   }
 }
 
-void Connection::await(const std::string& channel, steady_clock::duration timeout) {
+void Connection::await(const std::string& channel, const std::string& wanted,
+                       steady_clock::duration timeout) {
   const auto until = steady_clock::now() + timeout;
   try {
     Session& s = session();
     if (!s.listener) {
       s.listener = std::make_unique<ChangeListener>(s.conn, channel);
+      // Through pgbouncer (transaction mode) the backend that ran LISTEN is
+      // not ours: its pid differs from the one the pooler gave the client.
+      pqxx::nontransaction tx(s.conn);
+      s.direct = tx.exec("SELECT pg_backend_pid()").at(0).at(0).as<int>() == s.conn.backendpid();
       return;
     }
-    auto us = duration_cast<microseconds>(timeout).count();
-    if (us > 0)
-      s.conn.await_notification(us / 1'000'000, us % 1'000'000);
-    return;
+    s.listener->wanted = wanted;
+    s.listener->woken = false;
+    for (;;) {
+      auto left = duration_cast<microseconds>(until - steady_clock::now()).count();
+      if (left <= 0 || s.listener->woken)
+        return;
+      s.conn.await_notification(left / 1'000'000, left % 1'000'000);
+    }
   } catch (const Error& e) {
     spdlog::debug("waiting without PostgreSQL: {}", e.what());
   } catch (const std::exception& e) {
@@ -288,6 +360,10 @@ void Connection::await(const std::string& channel, steady_clock::duration timeou
     drop();
   }
   std::this_thread::sleep_until(until);
+}
+
+bool Connection::notified_directly() const {
+  return m_session && m_session->listener && m_session->direct;
 }
 
 }  // namespace clk::store::postgres

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,13 @@ class HierarchyBusy : public clk::Error {
   using clk::Error::Error;
 };
 
+// One row of a result, as text: nullptr for SQL NULL. Valid during the visit.
+class RowView {
+ public:
+  virtual ~RowView() = default;
+  virtual const char* at(int column) const = 0;
+};
+
 class Connection {
  public:
   Connection(std::string url, std::chrono::milliseconds connect_timeout);
@@ -49,8 +57,17 @@ class Connection {
                    Retry retry);
 
   // Like call() but for a statement that may fail because the schema is
-  // missing: returns nullopt then (undefined table), instead of throwing.
-  std::optional<std::string> call_if_exists(const std::string& sql);
+  // missing or out of date: returns nullopt then (undefined schema, table or
+  // function), and when the statement's one value is NULL, instead of
+  // throwing or returning "".
+  std::optional<std::string> call_if_exists(std::string_view what, const std::string& sql,
+                                            const Params& params, Retry retry);
+
+  // Like call_if_exists() for a statement returning rows: visits each row
+  // and returns how many there were, or nullopt when the schema is missing.
+  std::optional<std::size_t> each_row(std::string_view what, const std::string& sql,
+                                      const Params& params, Retry retry,
+                                      const std::function<void(const RowView&)>& visit);
 
   // Runs the migration script (several statements, simple protocol). A role
   // that may not create what is missing gets clk::Error(config) pointing at
@@ -59,12 +76,20 @@ class Connection {
   // script's aborted transaction.
   void run_migrations(const std::string& script);
 
-  // Waits until a notification on `channel` arrives or `timeout` passes. The
-  // first call on a connection only LISTENs and returns at once, so that the
-  // caller looks again before sleeping on a change it could have missed.
-  // Never throws: a broken connection is dropped (the next call reopens it)
-  // and the rest of the timeout slept away.
-  void await(const std::string& channel, std::chrono::steady_clock::duration timeout);
+  // Waits until a notification on `channel` whose payload is empty or
+  // `wanted` arrives, or `timeout` passes; other notifications are consumed
+  // and the wait goes on. The first call on a connection only LISTENs and
+  // returns at once, so that the caller looks again before sleeping on a
+  // change it could have missed. Never throws: a broken connection is dropped
+  // (the next call reopens it) and the rest of the timeout slept away.
+  void await(const std::string& channel, const std::string& wanted,
+             std::chrono::steady_clock::duration timeout);
+
+  // Whether notifications reach this connection: it LISTENs, on the server
+  // backend it talks to itself. Through a pooler in transaction mode
+  // (pgbouncer) the LISTEN lands on a pooled backend and notifications are
+  // lost, so a waiter must poll instead.
+  bool notified_directly() const;
 
  private:
   struct Session;

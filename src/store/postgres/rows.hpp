@@ -3,6 +3,8 @@
 // not parse is a bug: clk::Error(internal).
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,9 @@ struct AcquireReply {
   std::string resource;
   int slots = 0;        // the request's
   int other_slots = 0;  // the holders' or waiters' (slots_mismatch)
+  // blocked: how long, on the server's clock, until the first lease or queue
+  // entry in the way expires (none: nothing in the way ever expires).
+  std::optional<std::chrono::microseconds> next_expiry_in;
 };
 AcquireReply parse_acquire(const std::string& json);
 
@@ -35,6 +40,19 @@ struct ReleaseReply {
 ReleaseReply parse_release(const std::string& json);
 
 Snapshot parse_status(const std::string& json);
+
+class RowView;  // connection.hpp
+
+// status_rows() (schema 5): one row at a time, then the snapshot, sorted as
+// status() sorted it.
+class StatusRows {
+ public:
+  void add(const RowView& row);
+  Snapshot take();
+
+ private:
+  Snapshot m_snapshot;
+};
 std::vector<HistoryEvent> parse_history(const std::string& json);
 GcReport parse_gc(const std::string& json);
 
