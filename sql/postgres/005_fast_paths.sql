@@ -74,6 +74,7 @@ BEGIN
      AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
      AND p_mode IN ('exclusive', 'shared') AND p_slots >= 0 AND p_ttl_ms >= 0
      AND p_owner IS NOT NULL AND coalesce(p_request_id, '') <> '' AND p_queue IS NOT NULL THEN
+    PERFORM @schema@.commit_durably();  -- see Durability in 002
     -- lock_hierarchies() of 001 for one resource, inline.
     v_key := @schema@.lock_key(p_namespace, split_part(v_resource, '.', 1));
     IF p_queue THEN
@@ -203,6 +204,7 @@ BEGIN
   IF p_owner IS NULL THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'release: no owner';
   END IF;
+  PERFORM @schema@.commit_durably();  -- see Durability in 002
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 002
   FOR i IN 1 .. cardinality(p_resources) LOOP
