@@ -5,11 +5,13 @@
 #include "store/postgres_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <random>
 
 #include "error.hpp"
+#include "store/gc_pacing.hpp"
 #include "store/postgres/connection.hpp"
 #include "store/postgres/rows.hpp"
 #include "store/postgres/schema.hpp"
@@ -317,17 +319,21 @@ std::vector<HistoryEvent> PostgresStore::history(const HistoryQuery& query) {
                                         pg::Retry::if_broken));
 }
 
-// One batch per call (and transaction), until a batch comes back short.
+// One batch per call (and transaction), paced (gc_pacing.hpp), until a batch
+// comes back short.
 GcReport PostgresStore::gc(const GcOptions& options) {
-  const int batch = std::max(1, options.batch_size);
+  BatchPacer pacer(options.batch_size);
   std::optional<std::string> older_than;
   if (options.history_older_than)
     older_than = std::to_string(options.history_older_than->count());
   GcReport total;
   for (;;) {
+    const int batch = pacer.rows();
+    auto started = std::chrono::steady_clock::now();
     GcReport report = pg::parse_gc(m_impl->call(
         "gc", "gc_batch", "$1, $2, $3",
         {std::to_string(batch), older_than, boolean(options.dry_run)}, pg::Retry::if_broken));
+    pacer.took(std::chrono::steady_clock::now() - started);
     total.expired_leases += report.expired_leases;
     total.dead_waiters += report.dead_waiters;
     total.history_rows += report.history_rows;

@@ -5,13 +5,16 @@
 #include "store/sqlite_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "error.hpp"
 #include "lock/conflict.hpp"
+#include "store/gc_pacing.hpp"
 #include "store/migration.hpp"
 #include "store/sqlite_db.hpp"
 #include "store/sqlite_rows.hpp"
@@ -642,45 +645,54 @@ std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
   return events;
 }
 
-// Each batch is its own short transaction, so acquirers queue behind a
-// batch at most, never behind the whole clean-up.
+// Each batch is its own short transaction, paced (gc_pacing.hpp) so that
+// acquirers queue behind one short batch at most, never behind the whole
+// clean-up.
 GcReport SqliteStore::gc(const GcOptions& options) {
   GcReport report;
-  const std::int64_t batch = std::max(1, options.batch_size);
-  for (;;) {
-    WriteTransaction tx(m_db);
+  BatchPacer pacer(options.batch_size);
+  // Runs `batch(rows)` (which returns how many rows it found) as paced
+  // transactions until one finds fewer rows than it asked for.
+  auto in_batches = [&](const std::function<std::int64_t(std::int64_t rows)>& batch) {
+    std::int64_t total = 0;
+    for (;;) {
+      const std::int64_t rows = pacer.rows();
+      auto started = std::chrono::steady_clock::now();
+      WriteTransaction tx(m_db);
+      std::int64_t found = batch(rows);
+      tx.commit();
+      pacer.took(std::chrono::steady_clock::now() - started);
+      total += found;
+      if (found < rows)
+        return total;
+    }
+  };
+  std::int64_t dry_offset = 0;  // a dry run deletes nothing: the next batch skips these
+  report.expired_leases = in_batches([&](std::int64_t rows) {
     auto now = now_ms();
     auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
                              " FROM leases WHERE expires_at <= ?1 LIMIT ?2 OFFSET ?3");
-    find.bind(1, now).bind(2, batch).bind(3, options.dry_run ? report.expired_leases : 0);
-    std::vector<LeaseRow> rows;
+    find.bind(1, now).bind(2, rows).bind(3, dry_offset);
+    std::vector<LeaseRow> found;
     while (find.step())
-      rows.push_back(sqlite::read_lease(find));
-    auto found = static_cast<std::int64_t>(rows.size());  // before rows is moved from
+      found.push_back(sqlite::read_lease(find));
+    auto count = static_cast<std::int64_t>(found.size());  // before found is moved from
     if (!options.dry_run)
-      live_leases_dropping_expired(std::move(rows), now);
-    tx.commit();
-    report.expired_leases += found;
-    if (found < batch)
-      break;
-  }
+      live_leases_dropping_expired(std::move(found), now);
+    else
+      dry_offset += count;
+    return count;
+  });
   auto count_or_delete = [&](const char* count_sql, const char* delete_sql, std::int64_t cutoff) {
-    std::int64_t total = 0;
     if (options.dry_run) {
       auto stmt = m_db.prepare(count_sql);
       stmt.bind(1, cutoff).step();
       return stmt.integer(0);
     }
-    for (;;) {
-      WriteTransaction tx(m_db);
-      auto stmt = m_db.prepare(delete_sql);
-      stmt.bind(1, cutoff).bind(2, batch).run();
-      auto removed = m_db.changes();
-      tx.commit();
-      total += removed;
-      if (removed < batch)
-        return total;
-    }
+    return in_batches([&](std::int64_t rows) {
+      m_db.prepare(delete_sql).bind(1, cutoff).bind(2, rows).run();
+      return static_cast<std::int64_t>(m_db.changes());
+    });
   };
   auto now = now_ms();
   report.dead_waiters =

@@ -75,4 +75,11 @@ std::map<std::string, std::string> snapshot_files(const fs::path& prefix) {
   return files;
 }
 
+nlohmann::json only_holder(const TestEnv& env, const std::string& resource) {
+  auto holders = env.holders_of(resource);
+  INFO("holders of " << resource << ": " << nlohmann::json(holders).dump());
+  REQUIRE(holders.size() == 1);
+  return holders[0];
+}
+
 }  // namespace clk::test

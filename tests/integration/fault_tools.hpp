@@ -16,6 +16,10 @@ namespace clk::test {
 // "2026-11-22T22:40:00.123Z" (clock's JSON instants) as milliseconds since the epoch.
 std::int64_t epoch_ms(const std::string& iso8601);
 
+// The one live holder of `resource` in `clock status --format json`; fails
+// the test if there is not exactly one.
+nlohmann::json only_holder(const TestEnv& env, const std::string& resource);
+
 // The events of `clock history RESOURCE --format json`, oldest first.
 std::vector<nlohmann::json> history_of(const TestEnv& env, const std::string& resource,
                                        const std::map<std::string, std::string>& extra_env = {});

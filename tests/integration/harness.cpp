@@ -652,4 +652,18 @@ std::vector<nlohmann::json> TestEnv::holders_of(const std::string& resource, boo
   return out;
 }
 
+pid_t await_pid_file(const TestEnv& env, const std::string& file) {
+  pid_t pid = 0;
+  await(
+      [&] {
+        std::string text = read_file(env.path(file));
+        if (text.empty() || text.back() != '\n')
+          return false;
+        pid = static_cast<pid_t>(std::stol(text));
+        return true;
+      },
+      30s);
+  return pid;
+}
+
 }  // namespace clk::test

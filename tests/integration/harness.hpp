@@ -178,6 +178,10 @@ class TestEnv {
   std::unique_ptr<Backend> m_backend;
 };
 
+// The pid a child wrote to `file` (a line ending in a newline), once it has;
+// 0 if it has not within 30 s.
+pid_t await_pid_file(const TestEnv& env, const std::string& file);
+
 }  // namespace clk::test
 
 // Checks a Result's exit status, printing its pid, status, stdout and stderr

@@ -20,29 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-// The pid the child wrote to `file`, once it has.
-pid_t await_pid_file(const TestEnv& env, const std::string& file) {
-  pid_t pid = 0;
-  await(
-      [&] {
-        std::string text = read_file(env.path(file));
-        if (text.empty() || text.back() != '\n')
-          return false;
-        pid = static_cast<pid_t>(std::stol(text));
-        return true;
-      },
-      30s);
-  return pid;
-}
-
-// The one live holder of `resource`; fails the test if there is not exactly one.
-json only_holder(const TestEnv& env, const std::string& resource) {
-  auto holders = env.holders_of(resource);
-  INFO("holders of " << resource << ": " << json(holders).dump());
-  REQUIRE(holders.size() == 1);
-  return holders[0];
-}
-
 // The environment of a clock run under faketime. A host whose wall clock is
 // wrong still has a right CLOCK_MONOTONIC (setting the time never moves it);
 // libfaketime would shift both, and its shifted pthread_cond_timedwait stalls

@@ -20,22 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-#define SKIP_UNLESS_POSTGRES()                                                           \
-  do {                                                                                   \
-    if (!pg::enabled()) {                                                                \
-      MESSAGE("skipped: the PostgreSQL tests run with CLOCK_TEST_BACKEND=postgres (now " \
-              << backend_name() << ")");                                                 \
-      return;                                                                            \
-    }                                                                                    \
-  } while (false)
-
-json only_holder(const TestEnv& env, const std::string& resource) {
-  auto holders = env.holders_of(resource);
-  INFO("holders of " << resource << ": " << json(holders).dump());
-  REQUIRE(holders.size() == 1);
-  return holders[0];
-}
-
 // `clock acquire --format json ARGS…` with the test fault hook armed to lose
 // the reply of the first acquire. Returns nothing (and says so) when this
 // build has no fault hooks (CMake option CLOCK_TEST_FAULTS).

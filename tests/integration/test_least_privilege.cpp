@@ -20,15 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-#define SKIP_UNLESS_POSTGRES()                                                        \
-  do {                                                                                \
-    if (!pg::enabled()) {                                                             \
-      MESSAGE("skipped: least-privilege tests need CLOCK_TEST_BACKEND=postgres (now " \
-              << backend_name() << ")");                                              \
-      return;                                                                         \
-    }                                                                                 \
-  } while (false)
-
 // `psql -c SQL` on `url`, with the test's environment.
 Result psql(const TestEnv& env, const std::string& url, const std::string& sql) {
   return run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),

@@ -28,15 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-#define SKIP_UNLESS_POSTGRES()                                                           \
-  do {                                                                                   \
-    if (!pg::enabled()) {                                                                \
-      MESSAGE("skipped: the PostgreSQL tests run with CLOCK_TEST_BACKEND=postgres (now " \
-              << backend_name() << ")");                                                 \
-      return;                                                                            \
-    }                                                                                    \
-  } while (false)
-
 // `SELECT clock.try_acquire(…)` of one exclusive lock on `resource` for
 // `owner`, as another program would call it; not queued.
 std::string try_acquire_sql(const std::string& resource, const std::string& owner) {

@@ -12,25 +12,6 @@
 
 using namespace clk::test;
 
-namespace {
-
-// The pid the child wrote to `file`, once it has.
-pid_t await_pid_file(const TestEnv& env, const std::string& file) {
-  pid_t pid = 0;
-  await(
-      [&] {
-        std::string text = read_file(env.path(file));
-        if (text.empty() || text.back() != '\n')
-          return false;
-        pid = static_cast<pid_t>(std::stol(text));
-        return true;
-      },
-      30s);
-  return pid;
-}
-
-}  // namespace
-
 TEST_SUITE("run") {
   TEST_CASE("clock run passes the child's exit status through and releases the lock") {
     TestEnv env;
