@@ -51,12 +51,15 @@ check "Maintainer" test "$(field Maintainer)" = "clock developers <clock@example
 depends=$(field Depends)
 description=$(field Description)
 listing=$(dpkg-deb -c "$deb")
-shlib_depends() { [[ $depends == *libc6* && $depends == *libpqxx* && $depends == *libsqlite3* ]]; }
+# clock links SQLite and its C++ runtime in (CLOCK_STATIC_RUNTIME); only the
+# PostgreSQL module brings shared libraries beyond libc.
+shlib_depends() { [[ $depends == *libc6* && $depends == *libpqxx* && $depends != *libsqlite3* ]]; }
+static_runtime() { ! ldd "$fs/usr/bin/clock" | grep -Eq 'libstdc\+\+|libsqlite3|libspdlog|libfmt|libtomlplusplus'; }
 long_description() { [[ -n $(head -n 1 <<<"$description") && $(wc -l <<<"$description") -ge 3 ]]; }
 # dpkg-deb -c lines: MODE OWNER/GROUP SIZE DATE TIME PATH.
 not_root_owned() { awk '$2 != "root/root"' <<<"$listing"; }
 writable_by_others() { awk '$1 !~ /^l/ && ($1 ~ /^.....w/ || $1 ~ /^........w/)' <<<"$listing"; }
-check "Depends (from dpkg-shlibdeps) has libc6, libpqxx and libsqlite3" shlib_depends
+check "Depends (from dpkg-shlibdeps) has libc6 and libpqxx, not libsqlite3 (linked in)" shlib_depends
 check "Description has a synopsis and a long description" long_description
 check "every file is owned by root:root" test -z "$(not_root_owned)"
 check "nothing is group- or world-writable" test -z "$(writable_by_others)"
@@ -66,6 +69,7 @@ clock=$fs/usr/bin/clock
 version=$(field Version)
 upstream=${version%-*}
 check "/usr/bin/clock is executable" test -x "$clock"
+check "clock loads no shared C++ runtime, SQLite, spdlog, fmt or toml++" static_runtime
 check "clock --version prints clock $upstream" \
   bash -c 'out=$("$1" --version) && [[ $out == "clock $2" ]]' _ "$clock" "$upstream"
 if command -v readelf >/dev/null; then
