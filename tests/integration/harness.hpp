@@ -199,3 +199,15 @@ pid_t await_pid_file(const TestEnv& env, const std::string& file);
     INFO(clk_checked_result_.describe());                  \
     REQUIRE(clk_checked_result_.status == (expected));     \
   } while (false)
+
+// Returns from a test that is about SQLite files themselves unless the suite
+// runs with CLOCK_TEST_BACKEND=sqlite (such tests pass --database themselves,
+// and would only repeat under the PostgreSQL run).
+#define SKIP_UNLESS_SQLITE()                                                            \
+  do {                                                                                  \
+    if (::clk::test::backend_name() != "sqlite") {                                      \
+      MESSAGE("skipped: the SQLite file tests run with CLOCK_TEST_BACKEND=sqlite (now " \
+              << ::clk::test::backend_name() << ")");                                   \
+      return;                                                                           \
+    }                                                                                   \
+  } while (false)

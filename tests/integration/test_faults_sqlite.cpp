@@ -21,15 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-#define SKIP_UNLESS_SQLITE()                                                             \
-  do {                                                                                   \
-    if (backend_name() != "sqlite") {                                                    \
-      MESSAGE("skipped: the SQLite fault tests run with CLOCK_TEST_BACKEND=sqlite (now " \
-              << backend_name() << ")");                                                 \
-      return;                                                                            \
-    }                                                                                    \
-  } while (false)
-
 // `clock ARGS…` run without root's override of file permissions.
 Command unprivileged_clock(const TestEnv& env, const std::vector<std::string>& args,
                            const std::string& url) {
