@@ -17,6 +17,7 @@
 #include "run/signals.hpp"
 #include "run/timing.hpp"
 #include "util/duration.hpp"
+#include "util/random_seed.hpp"
 
 namespace clk::run {
 
@@ -93,7 +94,7 @@ void Heartbeat::run() {
   // Signals for clock belong to the main loop, not to a renewal in flight.
   sigset_t relayed = relayed_signal_set();
   pthread_sigmask(SIG_BLOCK, &relayed, nullptr);
-  std::mt19937 random(std::random_device{}());
+  std::mt19937 random(util::random_seed());
   std::uniform_real_distribution<double> jitter(0.5, 1.0);
   int failures = 0;
 

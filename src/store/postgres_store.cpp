@@ -15,6 +15,7 @@
 #include "store/postgres/connection.hpp"
 #include "store/postgres/rows.hpp"
 #include "store/postgres/schema.hpp"
+#include "util/random_seed.hpp"
 
 namespace clk::store {
 
@@ -51,7 +52,7 @@ std::string boolean(bool value) {
 
 // A request id for a caller that gave none: 128 random bits in hex.
 std::string fresh_request_id() {
-  static thread_local std::mt19937_64 random{std::random_device{}()};
+  static thread_local std::mt19937_64 random{util::random_seed()};
   static constexpr char k_hex[] = "0123456789abcdef";
   std::string id;
   for (int word = 0; word < 2; ++word) {
@@ -198,7 +199,7 @@ class PostgresStore::Impl {
   bool m_schema_ready = false;
   std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
   std::string m_owner;                                    // the waiting request's
-  std::minstd_rand m_random{std::random_device{}()};
+  std::minstd_rand m_random{util::random_seed()};
 };
 
 PostgresStore::PostgresStore(const StoreOptions& options)

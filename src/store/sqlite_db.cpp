@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "error.hpp"
+#include "util/random_seed.hpp"
 
 namespace clk::store::sqlite {
 
@@ -24,7 +25,7 @@ int busy_handler(void* context, int attempt) {
     db->arm_busy_deadline();
   if (std::chrono::steady_clock::now() >= db->busy_deadline())
     return 0;
-  thread_local std::minstd_rand random{std::random_device{}()};
+  thread_local std::minstd_rand random{util::random_seed()};
   int ceiling_us = std::min(2000, 50 << std::min(attempt, 5));
   std::this_thread::sleep_for(std::chrono::microseconds(random() % ceiling_us + 20));
   return 1;
@@ -57,7 +58,7 @@ bool is_busy(int rc) {
 template <typename Attempt>
 int retry_while_busy(std::chrono::milliseconds timeout, Attempt attempt) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  thread_local std::minstd_rand random{std::random_device{}()};
+  thread_local std::minstd_rand random{util::random_seed()};
   int rc = attempt();
   for (int tries = 0; is_busy(rc) && std::chrono::steady_clock::now() < deadline; ++tries) {
     int ceiling_us = std::min(5000, 100 << std::min(tries, 6));

@@ -19,6 +19,7 @@
 #include "store/sqlite_db.hpp"
 #include "store/sqlite_rows.hpp"
 #include "util/filesystem_kind.hpp"
+#include "util/random_seed.hpp"
 
 namespace clk::store {
 
@@ -461,7 +462,7 @@ void SqliteStore::leave_queue(const LockRequest& request) {
 // process commits, and reading it costs microseconds: poll it briefly and
 // often so a waiter is woken within a few milliseconds of a release.
 void SqliteStore::wait_for_change(steady_clock::time_point until) {
-  thread_local std::minstd_rand random{std::random_device{}()};
+  thread_local std::minstd_rand random{util::random_seed()};
   auto interval = microseconds(500);
   constexpr auto k_longest_interval = microseconds(8'000);
   while (steady_clock::now() < until) {

@@ -1,9 +1,11 @@
 // clock release and renew (SPEC §3, §4: exit 77 for a lock this owner does not
 // hold), and forced releases (SPEC §5: recorded, and the next token is larger).
+#include <cstdlib>
 #include <string>
 
 #include <doctest/doctest.h>
 
+#include "fault_tools.hpp"
 #include "harness.hpp"
 
 using namespace clk::test;
@@ -47,6 +49,70 @@ TEST_SUITE("release") {
     Acquired holder = env.acquire({"-r", "x"});
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 77);
+  }
+
+  // PostgreSQL releases one live lease held once through a fast path of its
+  // own (sql/postgres/006); anything else through the general one. These
+  // check that both leave the same record, and that the cases the fast path
+  // must not take (re-entered, expired) still mean what they meant.
+  TEST_CASE("releasing one lease records what releasing two at once records") {
+    TestEnv env;
+    Acquired solo = env.acquire({"-r", "solo"});
+    Acquired pair = env.acquire({"-r", "pair.a", "-r", "pair.b"});
+    CHECK_EXIT(env.clock({"release", "-r", "solo", "--owner", solo.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "pair.a", "-r", "pair.b", "--owner", pair.owner}), 0);
+    CHECK(env.holders_of("solo").empty());
+    CHECK(env.holders_of("pair").empty());
+
+    for (const std::string resource : {"solo", "pair.a"}) {
+      CAPTURE(resource);
+      auto events = history_of(env, resource);
+      REQUIRE(events.size() == 2);
+      const auto& acquired = events[0];
+      const auto& released = events[1];
+      CHECK(acquired["event"] == "acquired");
+      CHECK(released["event"] == "released");
+      for (const char* field : {"namespace", "resource", "owner", "mode", "token", "host", "ip",
+                                "pid", "user", "command"}) {
+        CAPTURE(field);
+        CHECK(released[field] == acquired[field]);
+      }
+      CHECK(released["by"].is_null());
+      REQUIRE(released["held_for_ms"].is_number_integer());
+      CHECK(released["held_for_ms"].get<long long>() >= 0);
+      // Both instants are milliseconds, rounded: within 1 ms of held_for.
+      long long between =
+          epoch_ms(released["at"].get<std::string>()) - epoch_ms(acquired["at"].get<std::string>());
+      CHECK(std::llabs(released["held_for_ms"].get<long long>() - between) <= 1);
+    }
+  }
+
+  TEST_CASE("a release of a re-entered lock gives up one level and keeps the lock") {
+    TestEnv env;
+    Acquired first = env.acquire({"-r", "nest"});
+    Acquired again = env.acquire({"-r", "nest", "--owner", first.owner});
+    CHECK(again.token() == first.token());
+    CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.owner}), 0);
+    auto holders = env.holders_of("nest");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["depth"] == 1);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "nest"}), 75);
+    CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.owner}), 0);
+    CHECK(env.holders_of("nest").empty());
+  }
+
+  TEST_CASE("a release after the lease expired exits 77 and records the expiry, not a release") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "lapsed", "--ttl", "1s"});
+    // Expired: no longer a live holder, though its row is still there.
+    REQUIRE(await([&] { return env.holders_of("lapsed").empty(); }, 10s, 50ms));
+    Result late = env.clock({"release", "-r", "lapsed", "--owner", holder.owner});
+    CHECK_EXIT(late, 77);
+    CHECK(late.err_lines().size() == 1);
+    auto events = history_of(env, "lapsed");
+    REQUIRE(events.size() == 2);
+    CHECK(events[1]["event"] == "expired");
+    CHECK(env.holders_of("lapsed", true).empty());
   }
 
   TEST_CASE("release of a lock never taken exits 77") {

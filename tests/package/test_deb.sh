@@ -70,6 +70,18 @@ version=$(field Version)
 upstream=${version%-*}
 check "/usr/bin/clock is executable" test -x "$clock"
 check "clock loads no shared C++ runtime, SQLite, spdlog, fmt or toml++" static_runtime
+# clock exports what its PostgreSQL module and libpqxx use (cmake/ModuleImports.cmake),
+# not the whole static runtime (~6,300 symbols), and the logger registry among them.
+lean_exports() {
+  local symbols
+  symbols=$(nm -D --defined-only "$clock") || return 1
+  [[ $(wc -l <<<"$symbols") -lt 2000 && $symbols == *" _ZZN6spdlog7details8registry8instanceEvE10s_instance"* ]]
+}
+if command -v nm >/dev/null; then
+  check "clock exports under 2,000 symbols, spdlog's registry among them" lean_exports
+else
+  skip "clock's exports (no nm)"
+fi
 check "clock --version prints clock $upstream" \
   bash -c 'out=$("$1" --version) && [[ $out == "clock $2" ]]' _ "$clock" "$upstream"
 if command -v readelf >/dev/null; then
