@@ -49,6 +49,25 @@ long long granted_token(const std::string& reply_text) {
   return reply.at("grants").at(0).at("token").get<long long>();
 }
 
+// A call of `function` (try_acquire or try_acquire_general) asking for one
+// exclusive lock on `resource` for `owner`, request id `request`.
+std::string acquire_call_sql(const std::string& function, const std::string& resource,
+                             const std::string& owner, const std::string& request, bool queue) {
+  return "SELECT clock." + function + "('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
+         "'::uuid, 60000, '" + request + "', " + (queue ? "true" : "false") +
+         ", 'psql-host', '', 4242, 'tester', 'psql " + owner + "', now())";
+}
+
+// How often try_acquire_general ran in this psql session, as counted so far
+// (PostgreSQL keeps counting until it flushes, outside a transaction block:
+// compare two counts taken in one).
+long long general_calls(pg::PsqlSession& psql) {
+  return std::stoll("0" + psql.execute("SELECT coalesce(pg_stat_get_xact_function_calls("
+                                       "'clock.try_acquire_general(text, text[], text, integer, "
+                                       "uuid, bigint, text, boolean, text, text, bigint, text, "
+                                       "text, timestamptz)'::regprocedure), 0)"));
+}
+
 // Requires a release reply that freed its one resource completely.
 void require_released(const std::string& reply_text) {
   INFO("release replied: " << reply_text);
@@ -158,6 +177,68 @@ TEST_SUITE("postgres") {
 
     Acquired after = env.acquire({"-n", "-r", "shared_job"});
     CHECK(after.token() > token);
+  }
+
+  // 006's fast path for a queued exclusive request (every contender of a busy
+  // job) must answer as the general path does, and must be the one taken.
+  TEST_CASE(
+      "a queued exclusive attempt names who is in the way as the general path does, "
+      "without running it, and is granted once they are gone") {
+    SKIP_UNLESS_POSTGRES();
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    const std::string holder = random_uuid(), queued = random_uuid(), asker = random_uuid();
+    pg::PsqlSession psql(env, env.url());
+    psql.execute("SET track_functions = 'all'");
+    // In the way of job.part: a lease on its ancestor, and a queue entry of
+    // another owner on its descendant.
+    long long held = granted_token(
+        psql.execute(acquire_call_sql("try_acquire", "job", holder, "r-holder", false)));
+    json ahead = json::parse(
+        psql.execute(acquire_call_sql("try_acquire", "job.part.sub", queued, "r-queued", true)));
+    REQUIRE(ahead.value("outcome", "") == "blocked");
+
+    // The general path, not queued (so nothing changes), then the fast one.
+    json general = json::parse(
+        psql.execute(acquire_call_sql("try_acquire_general", "job.part", asker, "r-asker", false)));
+    psql.execute("BEGIN");
+    long long before = general_calls(psql);
+    json fast = json::parse(
+        psql.execute(acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true)));
+    CHECK(general_calls(psql) == before);
+    psql.execute("COMMIT");
+    INFO("general: " << general.dump() << "\nfast: " << fast.dump());
+    CHECK(fast.value("outcome", "") == "blocked");
+    CHECK(fast.value("outcome", "") == general.value("outcome", ""));
+    REQUIRE(fast.at("leases").size() == 1);
+    CHECK(fast.at("leases") == general.at("leases"));
+    CHECK(fast.at("leases")[0].value("owner", "") == holder);
+    REQUIRE(fast.at("waiters").size() == 1);
+    CHECK(fast.at("waiters") == general.at("waiters"));
+    CHECK(fast.at("waiters")[0].value("owner", "") == queued);
+    CHECK(has_waiter(env, "job.part"));
+
+    // Both gone: the same queued request is granted, without the general path.
+    require_released(psql.execute(release_sql("job", holder)));
+    CHECK(std::stoll(psql.execute("SELECT clock.leave_queue('', ARRAY['job.part.sub'], '" + queued +
+                                  "'::uuid, NULL)")) == 1);
+    psql.execute("BEGIN");
+    before = general_calls(psql);
+    long long granted = granted_token(
+        psql.execute(acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true)));
+    CHECK(general_calls(psql) == before);
+    psql.execute("COMMIT");
+    CHECK(psql.finish() == 0);
+    CHECK(granted > held);
+    CHECK_FALSE(has_waiter(env, "job.part"));
+    auto holders = env.holders_of("job.part");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0].value("owner", "") == asker);
+    CHECK(holders[0].value("token", 0LL) == granted);
+    auto events = history_of(env, "job.part");
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].value("event", "") == "acquired");
+    CHECK(events[0].value("token", 0LL) == granted);
   }
 
   TEST_CASE("clock acquire -n exits 75 at once on a lock taken inside an open psql transaction") {
@@ -366,6 +447,58 @@ TEST_SUITE("postgres") {
     CHECK(result.err_lines()[0].find("127.0.0.1:" + port) != std::string::npos);
     CHECK(result.err.find("secret") == std::string::npos);
     CHECK(result.out.find("secret") == std::string::npos);
+  }
+
+  // A release wakes the first of several waiters queued on one resource by
+  // name (006's release), not by their fallback re-check every 7.5 s.
+  TEST_CASE("three queued waiters are handed the lock in their order, each promptly") {
+    SKIP_UNLESS_POSTGRES();
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    Acquired holder = env.acquire({"-r", "baton"});
+    auto queued = [&] {
+      json status = env.status();
+      std::size_t count = 0;
+      for (const auto& w : status.value("waiters", json::array()))
+        count += w.value("resource", "") == "baton";
+      return count;
+    };
+    std::vector<std::unique_ptr<Process>> waiters;
+    for (std::size_t i = 1; i <= 3; ++i) {
+      waiters.push_back(env.spawn(
+          env.clock_command({"acquire", "--format", "json", "-w", "60s", "-r", "baton"})));
+      REQUIRE(await([&] { return queued() == i; }, 30s, 50ms));  // queued in this order
+    }
+    // Past their first "waiting" report (at 1 s), after which a waiter not
+    // notified would look again only at its queue-entry refresh (7.5 s).
+    REQUIRE(await(
+        [&] {
+          json status = env.status();
+          std::size_t settled = 0;
+          for (const auto& w : status.value("waiters", json::array()))
+            settled += w.value("resource", "") == "baton" && w.value("waited_ms", 0LL) > 1500;
+          return settled == waiters.size();
+        },
+        30s, 100ms));
+    std::string owner = holder.owner;
+    long long token = holder.token();
+    for (std::size_t i = 0; i < waiters.size(); ++i) {
+      CAPTURE(i);
+      auto releasing = Clock::now();
+      CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner", owner}), 0);
+      REQUIRE(await([&] { return !waiters[i]->running(); }, 30s, 1ms));
+      double seconds = std::chrono::duration<double>(Clock::now() - releasing).count();
+      CHECK(seconds < 2.0);
+      Result granted = waiters[i]->wait();
+      REQUIRE_EXIT(granted, 0);
+      Acquired next = parse_acquired(granted.out);
+      CHECK(next.token() > token);
+      for (std::size_t later = i + 1; later < waiters.size(); ++later)
+        CHECK(waiters[later]->running());
+      owner = next.owner;
+      token = next.token();
+    }
+    CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner", owner}), 0);
   }
 
   TEST_CASE("a waiter is woken promptly when the holder releases") {
