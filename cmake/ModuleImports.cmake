@@ -19,7 +19,7 @@ function(module_imports_list out_var module_target)
             "-DFILES=$<TARGET_FILE:${module_target}>|${libraries}"
             -P ${CMAKE_SOURCE_DIR}/cmake/ModuleImportsScript.cmake
     DEPENDS ${module_target} ${CMAKE_SOURCE_DIR}/cmake/ModuleImportsScript.cmake
-    COMMENT "Listing the symbols ${module_target} imports"
+    COMMENT "Listing the dynamic symbols of ${module_target} and its libraries"
     VERBATIM)
   add_custom_target(${module_target}_imports DEPENDS ${list_file})
   set(${out_var} ${list_file} PARENT_SCOPE)

@@ -28,12 +28,22 @@ using nlohmann::json;
 
 namespace {
 
+// A call of `function` (try_acquire or try_acquire_general) asking for one
+// exclusive lock on `resource` for `owner`, as another program would make
+// it: request id `request`, queued or not, its command line `command`.
+std::string acquire_call_sql(const std::string& function, const std::string& resource,
+                             const std::string& owner, const std::string& request, bool queue,
+                             const std::string& command) {
+  return "SELECT clock." + function + "('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
+         "'::uuid, 60000, '" + request + "', " + (queue ? "true" : "false") +
+         ", 'psql-host', '', 4242, 'tester', '" + command + "', now())";
+}
+
 // `SELECT clock.try_acquire(…)` of one exclusive lock on `resource` for
-// `owner`, as another program would call it; not queued.
+// `owner`; not queued.
 std::string try_acquire_sql(const std::string& resource, const std::string& owner) {
-  return "SELECT clock.try_acquire('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
-         "'::uuid, 60000, 'psql-" + owner +
-         "', false, 'psql-host', '', 4242, 'tester', 'psql transaction', now())";
+  return acquire_call_sql("try_acquire", resource, owner, "psql-" + owner, false,
+                          "psql transaction");
 }
 
 std::string release_sql(const std::string& resource, const std::string& owner) {
@@ -47,15 +57,6 @@ long long granted_token(const std::string& reply_text) {
   REQUIRE_NOTHROW(reply = json::parse(reply_text));
   REQUIRE(reply.value("outcome", "") == "granted");
   return reply.at("grants").at(0).at("token").get<long long>();
-}
-
-// A call of `function` (try_acquire or try_acquire_general) asking for one
-// exclusive lock on `resource` for `owner`, request id `request`.
-std::string acquire_call_sql(const std::string& function, const std::string& resource,
-                             const std::string& owner, const std::string& request, bool queue) {
-  return "SELECT clock." + function + "('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
-         "'::uuid, 60000, '" + request + "', " + (queue ? "true" : "false") +
-         ", 'psql-host', '', 4242, 'tester', 'psql " + owner + "', now())";
 }
 
 // How often try_acquire_general ran in this psql session, as counted so far
@@ -192,19 +193,19 @@ TEST_SUITE("postgres") {
     psql.execute("SET track_functions = 'all'");
     // In the way of job.part: a lease on its ancestor, and a queue entry of
     // another owner on its descendant.
-    long long held = granted_token(
-        psql.execute(acquire_call_sql("try_acquire", "job", holder, "r-holder", false)));
-    json ahead = json::parse(
-        psql.execute(acquire_call_sql("try_acquire", "job.part.sub", queued, "r-queued", true)));
+    long long held = granted_token(psql.execute(
+        acquire_call_sql("try_acquire", "job", holder, "r-holder", false, "psql " + holder)));
+    json ahead = json::parse(psql.execute(acquire_call_sql("try_acquire", "job.part.sub", queued,
+                                                           "r-queued", true, "psql " + queued)));
     REQUIRE(ahead.value("outcome", "") == "blocked");
 
     // The general path, not queued (so nothing changes), then the fast one.
-    json general = json::parse(
-        psql.execute(acquire_call_sql("try_acquire_general", "job.part", asker, "r-asker", false)));
+    json general = json::parse(psql.execute(acquire_call_sql(
+        "try_acquire_general", "job.part", asker, "r-asker", false, "psql " + asker)));
     psql.execute("BEGIN");
     long long before = general_calls(psql);
-    json fast = json::parse(
-        psql.execute(acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true)));
+    json fast = json::parse(psql.execute(
+        acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true, "psql " + asker)));
     CHECK(general_calls(psql) == before);
     psql.execute("COMMIT");
     INFO("general: " << general.dump() << "\nfast: " << fast.dump());
@@ -224,8 +225,8 @@ TEST_SUITE("postgres") {
                                   "'::uuid, NULL)")) == 1);
     psql.execute("BEGIN");
     before = general_calls(psql);
-    long long granted = granted_token(
-        psql.execute(acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true)));
+    long long granted = granted_token(psql.execute(
+        acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true, "psql " + asker)));
     CHECK(general_calls(psql) == before);
     psql.execute("COMMIT");
     CHECK(psql.finish() == 0);
