@@ -1,10 +1,12 @@
 # Script mode helper of EmbedSql.cmake: writes one C++ file holding the SQL files
-# as raw string literals, in order.
+# as raw string literals, in order. With HASH_NAME set it also defines
+# `clk::sql::HASH_NAME()`, the sha256 of the files' texts in that order.
 set(body "// Generated from sql/ by cmake/EmbedSqlScript.cmake. Do not edit.\n")
 string(APPEND body "#include \"store/migration.hpp\"\n\nnamespace clk::sql {\n\n")
 string(APPEND body "const std::vector<store::Migration>& ${NAME}() {\n")
 string(APPEND body "  static const std::vector<store::Migration> migrations = {\n")
 string(REPLACE "|" ";" FILES "${FILES}")
+set(all_text "")
 foreach(file IN LISTS FILES)
   get_filename_component(base ${file} NAME_WE)
   string(REGEX MATCH "^[0-9]+" version "${base}")
@@ -13,7 +15,13 @@ foreach(file IN LISTS FILES)
   endif()
   math(EXPR version "${version} + 0")
   file(READ ${file} content)
+  string(APPEND all_text "${content}")
   string(APPEND body "      {${version}, \"${base}\", R\"clocksql(${content})clocksql\"},\n")
 endforeach()
-string(APPEND body "  };\n  return migrations;\n}\n\n}  // namespace clk::sql\n")
+string(APPEND body "  };\n  return migrations;\n}\n")
+if(HASH_NAME)
+  string(SHA256 hash "${all_text}")
+  string(APPEND body "\nstd::string_view ${HASH_NAME}() {\n  return \"${hash}\";\n}\n")
+endif()
+string(APPEND body "\n}  // namespace clk::sql\n")
 file(WRITE ${OUT} "${body}")

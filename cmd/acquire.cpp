@@ -33,8 +33,7 @@ Action register_acquire(CLI::App& app) {
     } catch (const Error& error) {
       if (error.code() != ExitCode::not_acquired)
         throw;
-      spdlog::error("{}", error.what());
-      return conflict_status(options->lock);
+      return report_refusal(options->lock, error);
     }
   };
 }

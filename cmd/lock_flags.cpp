@@ -27,17 +27,18 @@ void add_lock_flags(CLI::App& command, LockFlags& flags) {
   auto* wait = command.add_option(
       "-w,--wait", flags.wait,
       "Wait at most D (default: forever). While waiting, stderr names the holder: "
-      "one live line on a terminal, else a log line every 30s");
+      "one live line on a terminal; elsewhere (cron) nothing unless the wait passes 1m "
+      "(-v: a line after 1s, then every 30s)");
   nonblock->excludes(wait);
   command
       .add_option("-E,--conflict-exit-code", flags.conflict_exit_code,
-                  "Exit code when not acquired (default 75)")
+                  "Exit code when not acquired (default 75); the refusal is then expected: "
+                  "nothing on stderr unless -v")
       ->check(CLI::Range(0, 255));
 }
 
 LockPlan plan_lock(Context& context, const LockFlags& flags, lock::OwnerInfo info) {
-  if (flags.owner)
-    context.settings.owner = *flags.owner;
+  config::apply_owner_flag(context.settings, flags.owner);
   LockPlan plan;
   auto& request = plan.request;
   request.ns = context.settings.ns;
@@ -65,7 +66,9 @@ LockPlan plan_lock(Context& context, const LockFlags& flags, lock::OwnerInfo inf
 }
 
 store::Acquired take_locks(Context& context, store::Store& store, const LockPlan& plan) {
-  output::WaitReporter reporter(context.quiet);
+  output::WaitReporter reporter(context.quiet           ? output::WaitVerbosity::quiet
+                                : context.verbosity > 0 ? output::WaitVerbosity::verbose
+                                                        : output::WaitVerbosity::normal);
   util::SignalFlag signals;
   try {
     return store::acquire(store, plan.request, plan.policy, &reporter,
@@ -79,6 +82,16 @@ store::Acquired take_locks(Context& context, store::Store& store, const LockPlan
 
 int conflict_status(const LockFlags& flags) {
   return flags.conflict_exit_code.value_or(exit_status(ExitCode::not_acquired));
+}
+
+// With -E the caller said a refusal is a normal outcome (flock -n -E 0 is
+// silent too): cron must not mail it, -v still shows it.
+int report_refusal(const LockFlags& flags, const Error& refusal) {
+  if (flags.conflict_exit_code)
+    spdlog::info("{}", refusal.what());
+  else
+    spdlog::error("{}", refusal.what());
+  return conflict_status(flags);
 }
 
 }  // namespace clk::cmd

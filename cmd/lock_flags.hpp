@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cmd/context.hpp"
+#include "error.hpp"
 #include "store/waiting.hpp"
 
 namespace clk::cmd {
@@ -39,5 +40,9 @@ store::Acquired take_locks(Context& context, store::Store& store, const LockPlan
 
 // The exit status for a not_acquired error: -E N if given, else 75.
 int conflict_status(const LockFlags& flags);
+
+// Reports a not_acquired error (an error line; with -E only an info line,
+// shown with -v) and returns conflict_status(flags).
+int report_refusal(const LockFlags& flags, const Error& refusal);
 
 }  // namespace clk::cmd

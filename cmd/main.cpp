@@ -69,6 +69,8 @@ void hide_password_in_argv(int argc, char** argv, const cmd::Context& context) {
 int run_action(cmd::Context& context, const cmd::Action& action) {
   context.settings = config::resolve(context.flags, config::process_environment());
   output::setup_logging(log_level_for(context), context.settings.log_format);
+  for (const auto& warning : context.settings.warnings)
+    spdlog::warn("{}", warning);
   return action(context);
 }
 

@@ -23,8 +23,7 @@ Action register_release(CLI::App& app) {
   command->footer(
       "Example:\n  clock release -r ldap.import --owner 3f2b8c1e-9a4d-4e1f-8b7a-2c5d6e7f8a9b");
   return [options](Context& context) {
-    if (options->owner)
-      context.settings.owner = *options->owner;
+    config::apply_owner_flag(context.settings, options->owner);
     store::ReleaseRequest request;
     request.ns = context.settings.ns;
     request.resources = lock::canonical_resources(options->resources);

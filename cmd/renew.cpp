@@ -18,8 +18,7 @@ Action register_renew(CLI::App& app) {
   command->add_option("--ttl", options->ttl, "New time-to-live from now (default: lock.ttl, 90s)");
   command->footer("Example:\n  clock renew -r ldap.import --ttl 10m");
   return [options](Context& context) {
-    if (options->owner)
-      context.settings.owner = *options->owner;
+    config::apply_owner_flag(context.settings, options->owner);
     store::RenewRequest request;
     request.ns = context.settings.ns;
     request.resources = lock::canonical_resources(options->resources);

@@ -1,11 +1,18 @@
 // clock run: acquire, run the command as a supervised child while renewing
 // the lease, release when it exits, and exit with its status.
+#include <algorithm>
+#include <random>
+#include <thread>
+
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.hpp"
 #include "cmd/lock_flags.hpp"
 #include "error.hpp"
 #include "run/supervise.hpp"
+#include "util/duration.hpp"
+#include "util/random_seed.hpp"
+#include "util/signal_flag.hpp"
 
 namespace clk::cmd {
 
@@ -57,6 +64,30 @@ void release_after_run(store::Store& store, const LockPlan& plan, int status) {
   }
 }
 
+// --jitter: a random delay in [0, span) before the first attempt, so that a
+// fleet's cron burst at :00 reaches the database spread out. It comes before
+// acquiring, so -w's budget starts after it. A termination signal ends it
+// (and clock, of that signal) within 100 ms: nothing is held yet.
+void start_jitter(std::chrono::milliseconds span) {
+  using namespace std::chrono;
+  if (span <= milliseconds(0))
+    return;
+  std::mt19937_64 random(util::random_seed());
+  milliseconds delay(std::uniform_int_distribution<milliseconds::rep>(0, span.count() - 1)(random));
+  spdlog::info("jitter: waiting {} (of --jitter {}) before the first attempt",
+               util::format_duration(delay), util::format_duration(span));
+  util::SignalFlag signals;
+  auto until = steady_clock::now() + delay;
+  while (steady_clock::now() < until) {
+    if (signals.caught())
+      signals.die_of_caught_signal();
+    std::this_thread::sleep_for(
+        std::min<steady_clock::duration>(until - steady_clock::now(), milliseconds(100)));
+  }
+  if (signals.caught())
+    signals.die_of_caught_signal();
+}
+
 }  // namespace
 
 Action register_run(CLI::App& app) {
@@ -65,6 +96,7 @@ Action register_run(CLI::App& app) {
     std::optional<std::string> heartbeat;
     std::string on_lease_lost = "kill";
     std::optional<std::string> kill_after;
+    std::optional<std::string> jitter;
     std::vector<std::string> command;
   };
   auto options = std::make_shared<Options>();
@@ -78,10 +110,14 @@ Action register_run(CLI::App& app) {
       ->check(CLI::IsMember({"kill", "warn"}));
   command->add_option("--kill-after", options->kill_after,
                       "SIGKILL this long after SIGTERM (default 10s)");
+  command->add_option("--jitter", options->jitter,
+                      "Wait a random part of D before the first attempt, not counted in -w "
+                      "(spreads a fleet's cron burst; -v shows the delay)");
   command->footer(
       "Examples:\n"
       "  clock run -r bootstrap -- ./install.sh\n"
-      "  */5 * * * * clock run -n -r ldap.import -- /usr/local/bin/ldap-import");
+      "  */5 * * * * clock run -n -r ldap.import -- /usr/local/bin/ldap-import\n"
+      "  0 * * * * clock run --jitter 5m -n -E 0 -r report -- /usr/local/bin/report");
   return [options](Context& context) {
     options->command = context.command;
     if (options->command.empty()) {
@@ -99,9 +135,12 @@ Action register_run(CLI::App& app) {
     run.on_lease_lost =
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
     run::check_timing(run);
+    auto jitter = options->jitter ? duration_flag("--jitter", *options->jitter)
+                                  : std::chrono::milliseconds(0);
     // Forked now, while clock is small (no database library loaded yet) and
     // not between the grant and the command's start.
     run::Guard guard;
+    start_jitter(jitter);
     auto store = context.open_store();
     store::Acquired acquired;
     try {
@@ -109,8 +148,7 @@ Action register_run(CLI::App& app) {
     } catch (const Error& error) {
       if (error.code() != ExitCode::not_acquired)
         throw;
-      spdlog::error("{}", error.what());
-      return conflict_status(options->lock);
+      return report_refusal(options->lock, error);
     }
     run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
                      {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},

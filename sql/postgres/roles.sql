@@ -15,7 +15,7 @@
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
 --                 renew, release (of the caller's own leases: the function
 --                 only ever removes the lease of the owner id it is given),
---                 status and history, and SELECT on schema_migrations (the
+--                 status_rows and history, and SELECT on schema_migrations (the
 --                 version check every command makes first). No privilege on
 --                 any lock table, the sequence, or CREATE anywhere: the lock
 --                 table and history change only through the functions, so
@@ -29,7 +29,8 @@
 -- schema owner, with search_path pinned to pg_catalog and every object
 -- qualified, so they act with the owner's rights on exactly the rows their
 -- rules allow; EXECUTE on every function of the schema is revoked from PUBLIC
--- by the migrations, so only the grants below open them. Owner ids are
+-- when the functions are applied, so only the grants below open them (and
+-- re-applying them, CREATE OR REPLACE, keeps these grants). Owner ids are
 -- bearer tokens: a role that knows another owner's id can release that
 -- owner's lease, as the owner could; keep CLOCK_OWNER as private as the lock.
 -- Neither role may create or migrate the schema: a command run as one of
@@ -63,7 +64,6 @@ GRANT EXECUTE ON FUNCTION
   :"schema".leave_queue(text, text[], uuid, text),
   :"schema".renew(text, text[], uuid, bigint[], bigint),
   :"schema".release(text, text[], uuid),
-  :"schema".status(text, text, boolean),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer)
 TO clock_app;

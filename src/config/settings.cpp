@@ -252,15 +252,15 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
 
 namespace {
 
-void check_log_level(const std::string& level, const std::string& origin) {
+void check_log_level(const std::string& level) {
   static const char* k_levels[] = {"trace", "debug", "info", "warn", "error", "off"};
   for (const char* known : k_levels) {
     if (level == known)
       return;
   }
-  throw Error(origin == "--log-level" ? ExitCode::usage : ExitCode::config,
-              "invalid log level '" + level + "' in " + origin +
-                  ": use trace, debug, info, warn, error or off");
+  throw Error(ExitCode::config, "invalid log level '" + level +
+                                    "' in CLOCK_LOG_LEVEL or config"
+                                    ": use trace, debug, info, warn, error or off");
 }
 
 }  // namespace
@@ -280,8 +280,22 @@ Environment process_environment() {
   return env;
 }
 
+namespace {
+
+// An XDG base directory variable: the XDG spec says a relative value is
+// invalid and must be ignored (else the database would follow the working
+// directory).
+std::optional<std::string> xdg_folder(const Environment& env, const std::string& name) {
+  auto value = lookup(env, name);
+  if (value && !value->starts_with('/'))
+    return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 std::string default_database_url(const Environment& env) {
-  auto state = lookup(env, "XDG_STATE_HOME").value_or(home(env) + "/.local/state");
+  auto state = xdg_folder(env, "XDG_STATE_HOME").value_or(home(env) + "/.local/state");
   return "sqlite:" + state + "/clock/clock.db";
 }
 
@@ -295,7 +309,7 @@ std::optional<fs::path> locate_config_file(const Flags& flags, const Environment
     }
     return fs::path(*explicit_file);
   }
-  auto config_home = lookup(env, "XDG_CONFIG_HOME").value_or(home(env) + "/.config");
+  auto config_home = xdg_folder(env, "XDG_CONFIG_HOME").value_or(home(env) + "/.config");
   for (fs::path candidate :
        {fs::path(config_home) / "clock/clock.toml", fs::path("/etc/clock/clock.toml")}) {
     std::error_code error;
@@ -307,8 +321,19 @@ std::optional<fs::path> locate_config_file(const Flags& flags, const Environment
 
 Settings resolve(const Flags& flags, const Environment& env) {
   Settings settings;
-  if (auto file = locate_config_file(flags, env))
-    apply_file(settings, *file);
+  if (auto file = locate_config_file(flags, env)) {
+    bool named = flags.config_file || lookup(env, "CLOCK_CONFIG");
+    if (named || ::access(file->c_str(), R_OK) == 0) {
+      apply_file(settings, *file);
+    } else {
+      // A fallback the user did not name (/etc, another user's XDG folder)
+      // that they may not read, e.g. a root-only file holding a password:
+      // the defaults, env and flags still make a working command.
+      settings.warnings.push_back("skipping the config file " + file->string() + ": " +
+                                  std::strerror(errno) +
+                                  " (name one with --config or CLOCK_CONFIG)");
+    }
+  }
 
   if (auto v = lookup(env, "CLOCK_DATABASE_URL"))
     settings.database_url = *v;
@@ -327,10 +352,6 @@ Settings resolve(const Flags& flags, const Environment& env) {
     settings.ns = validated_namespace(*flags.ns, "--namespace");
     settings.ns_given = true;
   }
-  if (flags.owner)
-    settings.owner = *flags.owner;
-  if (flags.log_level)
-    settings.log_level = *flags.log_level;
   if (flags.log_format) {
     if (*flags.log_format != "text" && *flags.log_format != "json") {
       throw Error(ExitCode::usage,
@@ -339,11 +360,15 @@ Settings resolve(const Flags& flags, const Environment& env) {
     settings.log_format = *flags.log_format == "json" ? LogFormat::json : LogFormat::text;
   }
 
-  check_log_level(settings.log_level,
-                  flags.log_level ? "--log-level" : "CLOCK_LOG_LEVEL or config");
+  check_log_level(settings.log_level);
   if (settings.database_url.empty())
     settings.database_url = default_database_url(env);
   return settings;
+}
+
+void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag) {
+  if (owner_flag)
+    settings.owner = *owner_flag;
 }
 
 }  // namespace clk::config

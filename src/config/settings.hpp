@@ -8,6 +8,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "lock/lease.hpp"
 
 namespace clk::config {
 
@@ -22,7 +25,7 @@ struct Settings {
   std::optional<std::string> owner;  // CLOCK_OWNER / --owner
   std::string log_level = "warn";    // trace, debug, info, warn, error, off
   LogFormat log_format = LogFormat::text;
-  milliseconds ttl{90'000};
+  milliseconds ttl = lock::k_default_ttl;
   std::optional<milliseconds> heartbeat;  // none: a third of the TTL
   milliseconds kill_after{10'000};
   milliseconds connect_timeout{5'000};
@@ -31,6 +34,7 @@ struct Settings {
   int gc_batch_size = 1000;
   bool allow_network_filesystem = false;
   std::filesystem::path config_file;  // the file that was read, if any
+  std::vector<std::string> warnings;  // one line each, for the caller to log
 };
 
 // What the command line said; unset fields fall through to env, file, defaults.
@@ -38,8 +42,6 @@ struct Flags {
   std::optional<std::string> config_file;
   std::optional<std::string> database_url;
   std::optional<std::string> ns;
-  std::optional<std::string> owner;
-  std::optional<std::string> log_level;
   std::optional<std::string> log_format;
 };
 
@@ -50,7 +52,8 @@ Environment process_environment();
 
 // The config file to read: --config, else $CLOCK_CONFIG (both must exist),
 // else the first of $XDG_CONFIG_HOME/clock/clock.toml (or ~/.config/…) and
-// /etc/clock/clock.toml that exists; none if no file is found.
+// /etc/clock/clock.toml that exists; none if no file is found. A relative
+// XDG_CONFIG_HOME is ignored, as the XDG spec says.
 std::optional<std::filesystem::path> locate_config_file(const Flags& flags, const Environment& env);
 
 // Applies the TOML text of a config file (named `file` in messages) over
@@ -63,9 +66,17 @@ void apply_config_text(Settings& settings, std::string_view text,
 // must be private to its owner (mode 0600 or stricter, as libpq's ~/.pgpass):
 // otherwise clk::Error(config) names the file and its mode. Throws clk::Error(config) naming file,
 // line and key for an unreadable or invalid file, clk::Error(usage) for a bad flag value.
+// A fallback file the user did not name (--config, CLOCK_CONFIG) and may not
+// read is skipped with a line in Settings::warnings.
 Settings resolve(const Flags& flags, const Environment& env);
 
-// The default SQLite database URL: sqlite:${XDG_STATE_HOME:-$HOME/.local/state}/clock/clock.db.
+// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (SPEC §2).
+// --owner belongs to the subcommands that take it, so it is applied after
+// resolve(), when the subcommand runs.
+void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag);
+
+// The default SQLite database URL: sqlite:${XDG_STATE_HOME:-$HOME/.local/state}/clock/clock.db
+// (a relative XDG_STATE_HOME is ignored).
 std::string default_database_url(const Environment& env);
 
 }  // namespace clk::config

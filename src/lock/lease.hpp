@@ -16,6 +16,11 @@ namespace clk::lock {
 using Token = std::int64_t;
 using Instant = std::chrono::system_clock::time_point;
 
+// A lease's time-to-live when neither flag, environment nor config file sets
+// one: long enough to outlast a slow database failover, short enough that a
+// dead holder's lock frees within minutes.
+inline constexpr std::chrono::milliseconds k_default_ttl{90'000};
+
 struct Lease {
   std::string ns;
   Resource resource;

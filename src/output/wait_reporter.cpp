@@ -14,8 +14,9 @@ namespace clk::output {
 using namespace std::chrono;
 
 namespace {
-constexpr auto k_first_report = seconds(1);   // "longer than a moment"
-constexpr auto k_log_interval = seconds(30);  // plain lines when not on a terminal
+constexpr auto k_first_report = seconds(1);       // "longer than a moment": the live line, -v
+constexpr auto k_verbose_interval = seconds(30);  // plain lines with -v off a terminal
+constexpr auto k_long_interval = minutes(10);     // plain lines of a long wait, default
 constexpr auto k_tty_interval = milliseconds(250);
 
 // Who is in the way, without the times that grow on every attempt: a new
@@ -34,16 +35,24 @@ std::string blocker_identity(const store::Attempt& attempt) {
   }
   return "other";
 }
+
+bool stderr_is_terminal() {
+  const char* term = std::getenv("TERM");
+  return isatty(STDERR_FILENO) == 1 && term != nullptr && std::string_view(term) != "dumb";
+}
 }  // namespace
 
-WaitReporter::WaitReporter(bool quiet)
-    : m_quiet(quiet),
-      m_terminal(isatty(STDERR_FILENO) == 1 && std::getenv("TERM") != nullptr &&
-                 std::string_view(std::getenv("TERM")) != "dumb"),
-      m_next_report(steady_clock::now() + k_first_report) {}
+// A terminal shows the live line after a moment; elsewhere a normal wait is
+// silent unless -v asks for it, and a long one is trouble worth a line.
+WaitReporter::WaitReporter(WaitVerbosity verbosity)
+    : m_verbosity(verbosity),
+      m_terminal(stderr_is_terminal()),
+      m_next_report(steady_clock::now() + (m_terminal || verbosity == WaitVerbosity::verbose
+                                               ? steady_clock::duration(k_first_report)
+                                               : steady_clock::duration(k_long_wait))) {}
 
 void WaitReporter::blocked(const store::Attempt& attempt, milliseconds waited) {
-  if (m_quiet)
+  if (m_verbosity == WaitVerbosity::quiet)
     return;
   auto now = steady_clock::now();
   auto identity = blocker_identity(attempt);
@@ -58,15 +67,19 @@ void WaitReporter::blocked(const store::Attempt& attempt, milliseconds waited) {
     std::fflush(stderr);
     m_line_shown = true;
     m_next_report = now + k_tty_interval;
+  } else if (m_verbosity == WaitVerbosity::verbose) {
+    spdlog::info("waiting {}: {}", util::format_duration(waited), blocker);
+    m_line_shown = true;
+    m_next_report = now + k_verbose_interval;
   } else {
     spdlog::warn("waiting {}: {}", util::format_duration(waited), blocker);
     m_line_shown = true;
-    m_next_report = now + k_log_interval;
+    m_next_report = now + k_long_interval;
   }
 }
 
 steady_clock::time_point WaitReporter::next_report() const {
-  return m_quiet ? steady_clock::time_point::max() : m_next_report;
+  return m_verbosity == WaitVerbosity::quiet ? steady_clock::time_point::max() : m_next_report;
 }
 
 void WaitReporter::finished() {

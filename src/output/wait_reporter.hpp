@@ -1,5 +1,7 @@
 // Tells the operator, on stderr, who holds the lock while clock waits: one
-// updating line on a terminal, a plain log line every so often otherwise.
+// updating line on a terminal; elsewhere (cron, a log file) nothing for a
+// normal wait and a plain line only once the wait is long, so that cron mails
+// only trouble.
 #pragma once
 
 #include <chrono>
@@ -9,17 +11,23 @@
 
 namespace clk::output {
 
+// How much of a wait to show: -q, the default, -v.
+enum class WaitVerbosity { quiet, normal, verbose };
+
+// Off a terminal at default verbosity, a wait shorter than this prints
+// nothing (cron mails whatever a job writes to stderr).
+inline constexpr std::chrono::seconds k_long_wait{60};
+
 class WaitReporter final : public store::WaitObserver {
  public:
-  // `quiet` suppresses everything (-q).
-  explicit WaitReporter(bool quiet);
+  explicit WaitReporter(WaitVerbosity verbosity);
 
   void blocked(const store::Attempt& attempt, std::chrono::milliseconds waited) override;
   std::chrono::steady_clock::time_point next_report() const override;
   void finished() override;
 
  private:
-  bool m_quiet;
+  WaitVerbosity m_verbosity;
   bool m_terminal;
   bool m_line_shown = false;
   std::chrono::steady_clock::time_point m_next_report;

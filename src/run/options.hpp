@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "lock/lease.hpp"
+
 namespace clk::run {
 
 using std::chrono::milliseconds;
@@ -24,7 +26,7 @@ enum class RenewOutcome {
 struct RunOptions {
   std::vector<std::string> argv;                 // the command and its arguments
   std::map<std::string, std::string> extra_env;  // CLOCK_OWNER, CLOCK_RESOURCE, CLOCK_TOKEN
-  milliseconds ttl{90'000};                      // 0: no expiry, no renewals
+  milliseconds ttl = lock::k_default_ttl;        // 0: no expiry, no renewals
   milliseconds heartbeat{30'000};
   milliseconds kill_after{10'000};
   LeaseLostPolicy on_lease_lost = LeaseLostPolicy::kill;

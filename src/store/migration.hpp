@@ -1,4 +1,5 @@
-// A schema migration embedded from sql/<backend>/NNN_name.sql at build time.
+// A schema migration embedded from sql/<backend>/migrations/NNN_name.sql at
+// build time, or a file of sql/postgres/functions/ (NN_concern.sql).
 #pragma once
 
 #include <string_view>
@@ -18,4 +19,7 @@ namespace clk::sql {
 // Defined in generated sources (cmake/EmbedSql.cmake).
 const std::vector<store::Migration>& sqlite_migrations();
 const std::vector<store::Migration>& postgres_migrations();
+// The files of sql/postgres/functions/ and the sha256 (hex) of their texts.
+const std::vector<store::Migration>& postgres_functions();
+std::string_view postgres_functions_sha256();
 }  // namespace clk::sql

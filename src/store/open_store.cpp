@@ -1,59 +1,11 @@
-// Database URL → backend → Store, and password masking for anything shown.
+// Database URL → backend → Store.
 #include "store/open_store.hpp"
 
 #include "error.hpp"
-#include "store/postgres_module.hpp"
-#include "store/sqlite_store.hpp"
-#include "util/password.hpp"
+#include "store/postgres_loader.hpp"
+#include "store/sqlite/store.hpp"
 
 namespace clk::store {
-
-namespace {
-
-bool starts_with(const std::string& text, std::string_view prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
-
-}  // namespace
-
-Backend backend_of(const std::string& url) {
-  if (starts_with(url, "sqlite:"))
-    return Backend::sqlite;
-  if (starts_with(url, "postgresql://") || starts_with(url, "postgres://"))
-    return Backend::postgres;
-  // A libpq keyword string: "host=… dbname=…" (or "service=…").
-  if (url.find('=') != std::string::npos && url.find("://") == std::string::npos) {
-    return Backend::postgres;
-  }
-  throw Error(ExitCode::config, "unsupported database URL '" + mask_password(url) +
-                                    "': use sqlite:/path/file.db, postgresql://… or a libpq "
-                                    "keyword string like 'host=db dbname=clock'");
-}
-
-std::string sqlite_path_of(const std::string& url) {
-  std::string path = url.substr(std::string_view("sqlite:").size());
-  if (starts_with(path, "//")) {
-    path.erase(0, 2);
-    if (!starts_with(path, "/")) {
-      throw Error(ExitCode::config, "invalid SQLite URL '" + url +
-                                        "': after sqlite:// comes an absolute path, as in "
-                                        "sqlite:///var/lib/clock/clock.db");
-    }
-  }
-  if (path.empty()) {
-    throw Error(ExitCode::config, "invalid SQLite URL '" + url + "': it names no file");
-  }
-  // SQLite would stop at the NUL and open another file (the config file's
-  // "\u0000" can put one there).
-  if (path.find('\0') != std::string::npos) {
-    throw Error(ExitCode::config, "invalid SQLite URL: the path holds a NUL byte");
-  }
-  return path;
-}
-
-std::string mask_password(const std::string& url) {
-  return util::mask_passwords(url, util::Words::until_keyword);
-}
 
 std::unique_ptr<Store> open_store(const StoreOptions& options) {
   switch (backend_of(options.url)) {

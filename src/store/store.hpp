@@ -1,7 +1,7 @@
 // The Store interface: every operation on the lock table, shaped so that each
 // is one transaction (one round trip on PostgreSQL) with all lease arithmetic
 // on the database's clock. Commands never see SQL; the two implementations
-// (sqlite_store, postgres_store) never include each other.
+// (store/sqlite/, store/postgres/) never include each other.
 //
 // Failures are clk::Error: `unavailable` (69) for a backend that cannot be
 // reached (a caller may retry), `local_database` (74) for an unusable SQLite
@@ -28,7 +28,7 @@ struct LockRequest {
   int slots = 0;  // 0: a plain lock; N > 0: a counting semaphore of N
   lock::OwnerId owner;
   lock::OwnerInfo info;
-  milliseconds ttl{90'000};  // 0: no expiry
+  milliseconds ttl = lock::k_default_ttl;  // 0: no expiry
   // A fresh id per `clock acquire` call, so that an attempt retried after a
   // dropped connection takes effect once (no second re-entry, no new token).
   std::string request_id;
@@ -55,7 +55,7 @@ struct RenewRequest {
   std::vector<lock::Resource> resources;
   lock::OwnerId owner;
   std::vector<lock::Token> tokens;  // same order as resources; empty: any token of this owner
-  milliseconds ttl{90'000};
+  milliseconds ttl = lock::k_default_ttl;
 };
 
 struct ReleaseRequest {

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 namespace clk::test {
@@ -101,6 +102,11 @@ class Backend {
 
 // CLOCK_TEST_BACKEND, "sqlite" when unset.
 std::string backend_name();
+// Decorates a backend-only TEST_CASE: on any other backend doctest skips it
+// and counts it as skipped (decided at registration, from CLOCK_TEST_BACKEND).
+inline doctest::skip only_on(const std::string& backend) {
+  return doctest::skip(backend_name() != backend);
+}
 // Creates the backend for one test; `dir` is the test's temporary directory.
 std::unique_ptr<Backend> make_backend(const fs::path& dir);
 
@@ -198,16 +204,4 @@ pid_t await_pid_file(const TestEnv& env, const std::string& file);
     const auto& clk_checked_result_ = (result_expression); \
     INFO(clk_checked_result_.describe());                  \
     REQUIRE(clk_checked_result_.status == (expected));     \
-  } while (false)
-
-// Returns from a test that is about SQLite files themselves unless the suite
-// runs with CLOCK_TEST_BACKEND=sqlite (such tests pass --database themselves,
-// and would only repeat under the PostgreSQL run).
-#define SKIP_UNLESS_SQLITE()                                                            \
-  do {                                                                                  \
-    if (::clk::test::backend_name() != "sqlite") {                                      \
-      MESSAGE("skipped: the SQLite file tests run with CLOCK_TEST_BACKEND=sqlite (now " \
-              << ::clk::test::backend_name() << ")");                                   \
-      return;                                                                           \
-    }                                                                                   \
   } while (false)

@@ -15,16 +15,6 @@ namespace clk::test::pg {
 // True when the suite runs against PostgreSQL (CLOCK_TEST_BACKEND=postgres).
 bool enabled();
 
-// Ends a PostgreSQL-only test case early, saying why, on any other backend.
-#define SKIP_UNLESS_POSTGRES()                                                           \
-  do {                                                                                   \
-    if (!::clk::test::pg::enabled()) {                                                   \
-      MESSAGE("skipped: the PostgreSQL tests run with CLOCK_TEST_BACKEND=postgres (now " \
-              << ::clk::test::backend_name() << ")");                                    \
-      return;                                                                            \
-    }                                                                                    \
-  } while (false)
-
 // `dbname` of a libpq keyword string or postgresql:// URL ("" if none).
 std::string dbname_of(const std::string& url);
 // The same string naming database `dbname` instead.

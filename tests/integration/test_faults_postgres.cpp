@@ -46,8 +46,7 @@ TEST_SUITE("faults-postgres") {
   TEST_CASE(
       "PostgreSQL down for longer than the TTL: the child is stopped, clock exits 79, a "
       "newcomer exits 69 at once, and the next holder runs only after" *
-      doctest::timeout(300)) {
-    SKIP_UNLESS_POSTGRES();
+      doctest::timeout(300) * ::clk::test::only_on("postgres")) {
     TestEnv env;
     pg::ServerRestorer restorer(env);  // after env: the server is up before env drops its database
     REQUIRE(pg::server_answers(env));
@@ -102,8 +101,7 @@ TEST_SUITE("faults-postgres") {
   TEST_CASE(
       "a grant survives a server crash right after it, even with synchronous_commit off, and "
       "the next grant gets a larger token" *
-      doctest::timeout(300)) {
-    SKIP_UNLESS_POSTGRES();
+      doctest::timeout(300) * ::clk::test::only_on("postgres")) {
     TestEnv env;
     pg::ServerRestorer restorer(env);
     REQUIRE_EXIT(env.clock({"init"}), 0);
@@ -133,8 +131,8 @@ TEST_SUITE("faults-postgres") {
 
   TEST_CASE(
       "an acquire whose reply is lost after it committed is retried once and takes effect once: "
-      "one grant, one token, no extra re-entry") {
-    SKIP_UNLESS_POSTGRES();
+      "one grant, one token, no extra re-entry" *
+      ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
 

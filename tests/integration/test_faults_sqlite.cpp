@@ -71,8 +71,8 @@ std::string holders_in(const TestEnv& env, const std::string& url) {
 }  // namespace
 
 TEST_SUITE("faults-sqlite") {
-  TEST_CASE("a read-only database file is refused with exit 74, naming it, and left unchanged") {
-    SKIP_UNLESS_SQLITE();
+  TEST_CASE("a read-only database file is refused with exit 74, naming it, and left unchanged" *
+            ::clk::test::only_on("sqlite")) {
     TestEnv env;
     fs::create_directories(env.path("db"));
     const std::string file = env.path("db/clock.db").string();
@@ -91,8 +91,8 @@ TEST_SUITE("faults-sqlite") {
     CHECK(holders_in(env, url) == "held=" + owner + "\n");
   }
 
-  TEST_CASE("a new database in a read-only folder is refused with exit 74, naming it") {
-    SKIP_UNLESS_SQLITE();
+  TEST_CASE("a new database in a read-only folder is refused with exit 74, naming it" *
+            ::clk::test::only_on("sqlite")) {
     TestEnv env;
     fs::create_directories(env.path("ro"));
     const std::string file = env.path("ro/clock.db").string();
@@ -106,8 +106,8 @@ TEST_SUITE("faults-sqlite") {
 
   TEST_CASE(
       "an existing database in a folder made read-only keeps working where SQLite needs no new "
-      "file, or is refused with exit 74") {
-    SKIP_UNLESS_SQLITE();
+      "file, or is refused with exit 74" *
+      ::clk::test::only_on("sqlite")) {
     TestEnv env;
     fs::create_directories(env.path("ro"));
     const std::string file = env.path("ro/clock.db").string();
@@ -129,9 +129,8 @@ TEST_SUITE("faults-sqlite") {
     CHECK(holders_in(env, url) == "held=" + owner + "\n");
   }
 
-  TEST_CASE(
-      "a file that is not a database is refused with exit 74, naming it, and left as it was") {
-    SKIP_UNLESS_SQLITE();
+  TEST_CASE("a file that is not a database is refused with exit 74, naming it, and left as it was" *
+            ::clk::test::only_on("sqlite")) {
     TestEnv env;
     const std::string file = env.path("notes.db").string();
     std::string text;
@@ -152,8 +151,8 @@ TEST_SUITE("faults-sqlite") {
 
   TEST_CASE(
       "a file size limit (ulimit -f) is refused with exit 74 naming the file, not death by "
-      "SIGXFSZ, and the command clock runs keeps the limit's signal") {
-    SKIP_UNLESS_SQLITE();
+      "SIGXFSZ, and the command clock runs keeps the limit's signal" *
+      ::clk::test::only_on("sqlite")) {
     TestEnv env;
     const std::string file = env.path("clock.db").string();
     const std::string url = "sqlite:" + file;
@@ -183,8 +182,7 @@ TEST_SUITE("faults-sqlite") {
   TEST_CASE(
       "a full disk refuses a new lock with exit 74 and changes nothing; a holder whose renewals "
       "fail on it stops its child and exits 79" *
-      doctest::timeout(180)) {
-    SKIP_UNLESS_SQLITE();
+      doctest::timeout(180) * ::clk::test::only_on("sqlite")) {
     TestEnv env;
     auto prefix = private_mounts(env);
     if (prefix.empty()) {
@@ -258,8 +256,7 @@ rm -f "$T_DIR/small/filler"
   TEST_CASE(
       "a database folder on a FUSE mount is refused with exit 74 naming the folder, unless "
       "sqlite.allow_network_filesystem is set" *
-      doctest::timeout(120)) {
-    SKIP_UNLESS_SQLITE();
+      doctest::timeout(120) * ::clk::test::only_on("sqlite")) {
     TestEnv env;
     auto prefix = private_mounts(env);
     if (prefix.empty() || std::system("command -v bindfs >/dev/null 2>&1") != 0 ||

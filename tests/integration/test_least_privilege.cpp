@@ -117,8 +117,8 @@ void check_refused(const TestEnv& env, const std::string& url, const std::string
 }  // namespace
 
 TEST_SUITE("least privilege") {
-  TEST_CASE("clock_app can acquire, renew, release its own, run, and read status and history") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("clock_app can acquire, renew, release its own, run, and read status and history" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     Roles roles(env);
     Acquired held = acquire_as(env, roles.as_app(), {"-n", "-r", "app.job", "--ttl", "1m"});
@@ -143,8 +143,8 @@ TEST_SUITE("least privilege") {
     CHECK_EXIT(waiter->wait(), 0);
   }
 
-  TEST_CASE("clock_app cannot force a release, gc, or release another owner's lock") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("clock_app cannot force a release, gc, or release another owner's lock" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     Roles roles(env);
     Acquired victim = env.acquire({"-r", "x", "--ttl", "1s"});
@@ -173,8 +173,8 @@ TEST_SUITE("least privilege") {
     CHECK(victim.token() > 0);
   }
 
-  TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     Roles roles(env);
     Acquired held = env.acquire({"-r", "kept", "--ttl", "1h"});
@@ -197,8 +197,8 @@ TEST_SUITE("least privilege") {
               .out.find('1') == std::string::npos);
   }
 
-  TEST_CASE("clock_operator can release --force and gc, recorded with who forced it") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("clock_operator can release --force and gc, recorded with who forced it" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     Roles roles(env);
     Acquired victim = env.acquire({"-r", "x"});

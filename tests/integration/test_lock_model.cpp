@@ -7,6 +7,7 @@
 // `clock run`s, whole-segment traps and all-or-nothing with mixed modes.
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -779,5 +780,44 @@ TEST_SUITE("lock model") {
         0);
     CHECK_EXIT(env.clock({"run", "-n", "-x", "-r", "f", "-r", "e", "--", "true"}), 75);
     CHECK(env.holders_of("f").empty());
+  }
+
+  TEST_CASE("a waiter whose queue entry lapsed and asks again goes to the back of the queue" *
+            doctest::timeout(120)) {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "x"});
+    std::string first = random_uuid();
+    // The first waiter dies without leaving the queue: its entry lapses
+    // within one TTL (1 s here) and blocks nobody.
+    auto dead = env.spawn(env.clock_command(
+        {"acquire", "-r", "x", "--owner", first, "--ttl", "1s", "-w", "60s", "--format", "json"}));
+    REQUIRE(await([&] { return waiters_of(env.status(), "x").size() == 1; }, 30s, 10ms));
+    dead->signal(SIGKILL);
+    dead->wait(10s);
+    REQUIRE(await([&] { return waiters_of(env.status(), "x").empty(); }, 30s, 50ms));
+
+    std::string second = random_uuid();
+    auto later = env.spawn(env.clock_command(
+        {"acquire", "-r", "x", "--owner", second, "-w", "60s", "--format", "json"}));
+    REQUIRE(await([&] { return waiters_of(env.status(), "x").size() == 1; }, 30s, 10ms));
+    // The first owner asks again: a new arrival, behind the second.
+    auto again = env.spawn(env.clock_command(
+        {"acquire", "-r", "x", "--owner", first, "-w", "60s", "--format", "json"}));
+    std::vector<nlohmann::json> queue;
+    REQUIRE(await(
+        [&] {
+          queue = waiters_of(env.status(), "x");
+          return queue.size() == 2;
+        },
+        30s, 10ms));
+    INFO("waiters: " << nlohmann::json(queue).dump(2));
+    CHECK(queue[0].value("owner", "") == second);
+    CHECK(queue[1].value("owner", "") == first);
+
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    Result granted = later->wait(30s);
+    CHECK_EXIT(granted, 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", second}), 0);
+    CHECK_EXIT(again->wait(30s), 0);
   }
 }

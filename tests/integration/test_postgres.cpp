@@ -28,7 +28,7 @@ using nlohmann::json;
 
 namespace {
 
-// A call of `function` (try_acquire or try_acquire_general) asking for one
+// A call of `function` (try_acquire) asking for one
 // exclusive lock on `resource` for `owner`, as another program would make
 // it: request id `request`, queued or not, its command line `command`.
 std::string acquire_call_sql(const std::string& function, const std::string& resource,
@@ -59,14 +59,14 @@ long long granted_token(const std::string& reply_text) {
   return reply.at("grants").at(0).at("token").get<long long>();
 }
 
-// How often try_acquire_general ran in this psql session, as counted so far
-// (PostgreSQL keeps counting until it flushes, outside a transaction block:
-// compare two counts taken in one).
+// How often try_acquire's general path ran in this psql session, as counted
+// by the calls of decide(), which only it makes (PostgreSQL keeps counting
+// until it flushes, outside a transaction block: compare two counts taken in
+// one).
 long long general_calls(pg::PsqlSession& psql) {
   return std::stoll("0" + psql.execute("SELECT coalesce(pg_stat_get_xact_function_calls("
-                                       "'clock.try_acquire_general(text, text[], text, integer, "
-                                       "uuid, bigint, text, boolean, text, text, bigint, text, "
-                                       "text, timestamptz)'::regprocedure), 0)"));
+                                       "'clock.decide(text, text, text, integer, uuid, text, "
+                                       "timestamptz)'::regprocedure), 0)"));
 }
 
 // Requires a release reply that freed its one resource completely.
@@ -126,8 +126,7 @@ TEST_SUITE("stress") {
   TEST_CASE(
       "sixteen processes over PostgreSQL run eight hundred critical sections one at a time, "
       "tokens increasing" *
-      doctest::timeout(900)) {
-    SKIP_UNLESS_POSTGRES();
+      doctest::timeout(900) * ::clk::test::only_on("postgres")) {
     TestEnv env;
     check_contention(env, 16, 50, {});
   }
@@ -135,8 +134,7 @@ TEST_SUITE("stress") {
   TEST_CASE(
       "through pgbouncer in transaction mode, contending processes never overlap and tokens "
       "increase" *
-      doctest::timeout(900)) {
-    SKIP_UNLESS_POSTGRES();
+      doctest::timeout(900) * ::clk::test::only_on("postgres")) {
     TestEnv env;
     std::string url = pg::pgbouncer_url(env);
     if (url.empty()) {
@@ -151,8 +149,8 @@ TEST_SUITE("stress") {
 }
 
 TEST_SUITE("postgres") {
-  TEST_CASE("a lock taken and released through the SQL functions in psql is held in between") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("a lock taken and released through the SQL functions in psql is held in between" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     const std::string owner = random_uuid();
@@ -180,12 +178,43 @@ TEST_SUITE("postgres") {
     CHECK(after.token() > token);
   }
 
+  // Databases migrated before the functions moved to sql/postgres/functions/
+  // ran function bodies that are no longer in the migrations: the new binary
+  // must re-apply the current functions over them, leases kept.
+  TEST_CASE("a schema created by the old layout's SQL upgrades in place with a live lease intact" *
+            only_on("postgres")) {
+    TestEnv env;
+    const std::string owner = random_uuid();
+    pg::PsqlSession psql(env, env.url());
+    psql.execute("\\i " + std::string(CLOCK_TEST_HELPERS_DIR) + "/postgres_schema_9784984.sql");
+    long long token = granted_token(psql.execute(try_acquire_sql("legacy.job", owner)));
+    CHECK(psql.execute("SELECT to_regprocedure('clock.status(text, text, boolean)') IS NOT NULL") ==
+          "t");
+
+    auto holders = env.holders_of("legacy.job");  // the first use re-applies the functions
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0].value("owner", "") == owner);
+    CHECK(holders[0].value("token", 0LL) == token);
+    CHECK(psql.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'clock'::regnamespace "
+                       "AND proname IN ('status', 'try_acquire_general', 'release_general')") ==
+          "0");
+    CHECK(psql.execute("SELECT obj_description('clock'::regnamespace, 'pg_namespace') LIKE "
+                       "'clock functions sha256:%'") == "t");
+
+    CHECK_EXIT(env.clock({"release", "-r", "legacy.job", "--owner", owner}), 0);
+    CHECK(env.holders_of("legacy.job").empty());
+    Acquired after = env.acquire({"-n", "-r", "legacy.job"});
+    CHECK(after.token() > token);
+    CHECK_EXIT(env.clock({"init"}), 0);  // nothing left to do, and no error
+    CHECK(psql.finish() == 0);
+  }
+
   // 006's fast path for a queued exclusive request (every contender of a busy
   // job) must answer as the general path does, and must be the one taken.
   TEST_CASE(
       "a queued exclusive attempt names who is in the way as the general path does, "
-      "without running it, and is granted once they are gone") {
-    SKIP_UNLESS_POSTGRES();
+      "without running it, and is granted once they are gone" *
+      ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     const std::string holder = random_uuid(), queued = random_uuid(), asker = random_uuid();
@@ -199,11 +228,16 @@ TEST_SUITE("postgres") {
                                                            "r-queued", true, "psql " + queued)));
     REQUIRE(ahead.value("outcome", "") == "blocked");
 
-    // The general path, not queued (so nothing changes), then the fast one.
-    json general = json::parse(psql.execute(acquire_call_sql(
-        "try_acquire_general", "job.part", asker, "r-asker", false, "psql " + asker)));
+    // The general path (not queued: no fast path applies, and nothing
+    // changes), then the fast one.
     psql.execute("BEGIN");
     long long before = general_calls(psql);
+    json general = json::parse(psql.execute(
+        acquire_call_sql("try_acquire", "job.part", asker, "r-asker", false, "psql " + asker)));
+    CHECK(general_calls(psql) == before + 1);
+    psql.execute("COMMIT");
+    psql.execute("BEGIN");
+    before = general_calls(psql);
     json fast = json::parse(psql.execute(
         acquire_call_sql("try_acquire", "job.part", asker, "r-asker", true, "psql " + asker)));
     CHECK(general_calls(psql) == before);
@@ -242,8 +276,8 @@ TEST_SUITE("postgres") {
     CHECK(events[0].value("token", 0LL) == granted);
   }
 
-  TEST_CASE("clock acquire -n exits 75 at once on a lock taken inside an open psql transaction") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("clock acquire -n exits 75 at once on a lock taken inside an open psql transaction" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     const std::string owner = random_uuid();
@@ -267,8 +301,8 @@ TEST_SUITE("postgres") {
 
   TEST_CASE(
       "a lock taken inside an open psql transaction is held until the transaction commits its "
-      "release, however long a waiter waits") {
-    SKIP_UNLESS_POSTGRES();
+      "release, however long a waiter waits" *
+      ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     const std::string owner = random_uuid();
@@ -309,8 +343,8 @@ TEST_SUITE("postgres") {
     CHECK(psql_events == std::vector<std::string>{"acquired", "released"});
   }
 
-  TEST_CASE("a lock taken in a psql transaction that rolls back was never held") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("a lock taken in a psql transaction that rolls back was never held" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     const std::string owner = random_uuid();
@@ -332,8 +366,7 @@ TEST_SUITE("postgres") {
   TEST_CASE(
       "a lease held across a PostgreSQL restart stays held, and a contender that starts during "
       "the outage runs only after it" *
-      doctest::timeout(300)) {
-    SKIP_UNLESS_POSTGRES();
+      doctest::timeout(300) * ::clk::test::only_on("postgres")) {
     TestEnv env;
     pg::ServerRestorer restorer(env);  // after env: the server is up before env drops its database
     REQUIRE(pg::server_answers(env));
@@ -421,8 +454,8 @@ TEST_SUITE("postgres") {
     }
   }
 
-  TEST_CASE("a server that accepts connections but never answers exits 69 within the timeout") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("a server that accepts connections but never answers exits 69 within the timeout" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     // A listening socket nobody accepts on: the kernel completes the TCP
     // handshake, and libpq waits for an answer that never comes.
@@ -452,8 +485,8 @@ TEST_SUITE("postgres") {
 
   // A release wakes the first of several waiters queued on one resource by
   // name (006's release), not by their fallback re-check every 7.5 s.
-  TEST_CASE("three queued waiters are handed the lock in their order, each promptly") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("three queued waiters are handed the lock in their order, each promptly" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     Acquired holder = env.acquire({"-r", "baton"});
@@ -502,8 +535,8 @@ TEST_SUITE("postgres") {
     CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner", owner}), 0);
   }
 
-  TEST_CASE("a waiter is woken promptly when the holder releases") {
-    SKIP_UNLESS_POSTGRES();
+  TEST_CASE("a waiter is woken promptly when the holder releases" *
+            ::clk::test::only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     std::vector<double> handovers;

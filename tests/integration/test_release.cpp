@@ -52,7 +52,7 @@ TEST_SUITE("release") {
   }
 
   // PostgreSQL releases one live lease held once through a fast path of its
-  // own (sql/postgres/006); anything else through the general one. These
+  // own (sql/postgres/functions/30_renew_release.sql); anything else through the general one. These
   // check that both leave the same record, and that the cases the fast path
   // must not take (re-entered, expired) still mean what they meant.
   TEST_CASE("releasing one lease records what releasing two at once records") {
@@ -170,5 +170,19 @@ TEST_SUITE("release") {
     Acquired holder = env.acquire({"-r", "x", "--ttl", "1s"});
     REQUIRE(await([&] { return env.holders_of("x").empty(); }, 30s, 100ms));
     CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.owner}), 77);
+  }
+
+  TEST_CASE("renew of a lease that is gone exits 77 and records it as lost") {
+    TestEnv env;
+    std::string owner = random_uuid();
+    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", owner}), 77);
+    Result history = env.clock({"history", "x", "--format", "json"});
+    REQUIRE_EXIT(history, 0);
+    auto events = nlohmann::json::parse(history.out)["events"];
+    INFO(events.dump(2));
+    REQUIRE(events.size() == 1);
+    CHECK(events[0]["event"] == "lost");
+    CHECK(events[0]["owner"] == owner);
+    CHECK(events[0]["resource"] == "x");
   }
 }

@@ -10,9 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
-#include "store/open_store.hpp"
 #include "store/postgres/conninfo.hpp"
 #include "store/postgres/test_fault.hpp"
+#include "util/password.hpp"
 
 namespace clk::store::postgres {
 
@@ -140,8 +140,9 @@ Connection::Session& Connection::session() {
       // hidden, but for an unknown option's name, which is worth showing.
       if (!contains_any(reason, {"invalid connection option"}))
         reason = without_quotes(reason);
-      throw Error(ExitCode::config,
-                  "invalid PostgreSQL database URL '" + mask_password(m_url) + "': " + reason);
+      throw Error(ExitCode::config, "invalid PostgreSQL database URL '" +
+                                        util::mask_passwords(m_url, util::Words::until_keyword) +
+                                        "': " + reason);
     }
     if (contains_any(reason, {"authentication failed", "pg_hba.conf", "does not exist",
                               "no password supplied", "permission denied", "SSL", "certificate"})) {

@@ -1,5 +1,6 @@
 // jsonb replies → Store types. Field names follow lease_json() and
-// waiter_json() of sql/postgres/001_schema.sql and the functions of 002-004.
+// waiter_json() of sql/postgres/functions/10_util.sql and the functions of
+// 20_acquire.sql … 40_status_gc.sql.
 #include "store/postgres/rows.hpp"
 
 #include <algorithm>
@@ -192,23 +193,9 @@ ReleaseReply parse_release(const std::string& text) {
   });
 }
 
-Snapshot parse_status(const std::string& text) {
-  return reading(text, [](const json& reply) {
-    Snapshot snapshot;
-    snapshot.now = instant_of(reply.at("now"));
-    for (const auto& row : reply.at("holders")) {
-      snapshot.holders.push_back(lease_of(row));
-      snapshot.holder_expired.push_back(row.at("expired").get<bool>());
-    }
-    for (const auto& row : reply.at("waiters"))
-      snapshot.waiters.push_back(waiter_of(row));
-    return snapshot;
-  });
-}
-
 namespace {
 
-// The columns of status_rows() in sql/postgres/005_fast_paths.sql.
+// The columns of status_rows() in sql/postgres/functions/40_status_gc.sql.
 enum StatusColumn {
   k_kind,
   k_namespace,

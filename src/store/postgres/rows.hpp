@@ -39,8 +39,6 @@ struct ReleaseReply {
 };
 ReleaseReply parse_release(const std::string& json);
 
-Snapshot parse_status(const std::string& json);
-
 class RowView;  // connection.hpp
 
 // status_rows() (schema 5): one row at a time, then the snapshot, sorted as

@@ -1,5 +1,5 @@
 // Schema-name validation and the migration script built from the embedded
-// sql/postgres migrations.
+// sql/postgres migrations (DDL) and functions (current definitions).
 #include "store/postgres/schema.hpp"
 
 #include <algorithm>
@@ -13,6 +13,17 @@ namespace {
 
 constexpr std::size_t k_max_schema_length = 55;
 
+// Functions an older schema may have that the current functions do not
+// define: dropped before the functions are applied. status() was replaced by
+// status_rows() and nothing calls it; the general paths of try_acquire() and
+// release() are now the ends of those functions.
+constexpr std::string_view k_dropped_functions[] = {
+    "status(text, text, boolean)",
+    "try_acquire_general(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
+    "bigint, text, text, timestamptz)",
+    "release_general(text, text[], uuid)",
+};
+
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -23,7 +34,7 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
 std::string dollar_quoted(const std::string& sql, int version) {
   std::string tag = "$clock_" + std::to_string(version) + "$";
   if (sql.find("$clock") != std::string::npos) {
-    throw Error(ExitCode::internal, "migration " + std::to_string(version) +
+    throw Error(ExitCode::internal, "sql file " + std::to_string(version) +
                                         " contains the reserved dollar-quote tag $clock");
   }
   return tag + "\n" + sql + tag;
@@ -72,6 +83,51 @@ int latest_version() {
   return latest;
 }
 
+std::string functions_stamp() {
+  return "clock functions sha256:" + std::string(sql::postgres_functions_sha256());
+}
+
+std::string ready_condition(const std::string& schema) {
+  // Every version this binary knows, not max(version): numbers are assigned
+  // to branches ahead of merging, so a schema may hold 008 and lack 007.
+  const std::string q = quoted(schema);
+  std::string versions;
+  for (const auto& migration : sql::postgres_migrations()) {
+    versions += (versions.empty() ? "" : ",") + std::to_string(migration.version);
+  }
+  return "(SELECT count(*) FROM " + q + ".schema_migrations WHERE version = ANY ('{" + versions +
+         "}'::integer[])) = " + std::to_string(sql::postgres_migrations().size()) +
+         " AND obj_description(to_regnamespace('" + q + "'), 'pg_namespace') = '" +
+         functions_stamp() + "'";
+}
+
+namespace {
+
+// Re-applies every function when the schema's stamp is not this binary's.
+// Under the migration lock, so two processes never apply at once; the second
+// sees the first's stamp (READ COMMITTED: a fresh snapshot per statement).
+std::string functions_block(const std::string& schema) {
+  const std::string q = quoted(schema);
+  std::string block =
+      "\n-- sql/postgres/functions, when their stamp differs\nDO $clock$\nBEGIN\n"
+      "  IF obj_description(to_regnamespace('" +
+      q + "'), 'pg_namespace') IS DISTINCT FROM '" + functions_stamp() + "' THEN\n";
+  for (auto dropped : k_dropped_functions) {
+    block += "    DROP FUNCTION IF EXISTS " + q + "." + std::string(dropped) + ";\n";
+  }
+  for (const auto& file : sql::postgres_functions()) {
+    block += "    -- " + std::string(file.name) + "\n    EXECUTE " +
+             dollar_quoted(substitute(file.sql, schema), file.version) + ";\n";
+  }
+  block += "    REVOKE ALL ON ALL FUNCTIONS IN SCHEMA " + q +
+           " FROM PUBLIC;\n"
+           "    COMMENT ON SCHEMA " +
+           q + " IS '" + functions_stamp() + "';\n  END IF;\nEND $clock$;\n";
+  return block;
+}
+
+}  // namespace
+
 std::string migration_script(const std::string& schema) {
   validate_schema_name(schema);
   const std::string q = quoted(schema);
@@ -79,10 +135,11 @@ std::string migration_script(const std::string& schema) {
       "-- clock schema " + q + " for PostgreSQL, migrations 1 to " +
       std::to_string(latest_version()) +
       ".\n"
-      "-- One transaction: creates what is missing and applies each migration not yet\n"
+      "-- One transaction: creates what is missing, applies each migration not yet\n"
       "-- recorded in " +
       q +
-      ".schema_migrations, so it is safe to run again.\n"
+      ".schema_migrations, then re-applies the functions (sql/postgres/functions)\n"
+      "-- if the schema's comment does not carry their hash, so it is safe to run again.\n"
       "-- Apply as the role that is to own the schema (not a superuser, ideally), e.g.\n"
       "--   psql -v ON_ERROR_STOP=1 -f clock.sql\n"
       "-- then grant access with sql/postgres/roles.sql.\n\n"
@@ -120,6 +177,7 @@ std::string migration_script(const std::string& schema) {
               ";\n    INSERT INTO " + q + ".schema_migrations (version, name) VALUES (" + version +
               ", '" + std::string(migration.name) + "');\n  END IF;\nEND $clock$;\n";
   }
+  script += functions_block(schema);
   script += "\nCOMMIT;\n";
   return script;
 }

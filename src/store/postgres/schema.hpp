@@ -31,10 +31,23 @@ std::string substitute(std::string_view sql, const std::string& schema);
 // The newest migration version this binary knows.
 int latest_version();
 
+// What COMMENT ON SCHEMA holds once the functions of this binary are applied:
+// "clock functions sha256:<hex of sql/postgres/functions/*.sql>".
+std::string functions_stamp();
+
+// An SQL boolean: the schema has every migration of this binary (whatever
+// else it has: a newer binary's, or numbers with gaps) and its
+// functions are this binary's (the stamp matches). Readable by any role
+// that may read schema_migrations.
+std::string ready_condition(const std::string& schema);
+
 // One transaction that takes the migration lock, creates the schema and its
-// schema_migrations table if missing, and applies each embedded migration
-// not yet recorded there. Safe to run again; a role that may not create
-// objects fails only if something is missing.
+// schema_migrations table if missing, applies each embedded migration not
+// yet recorded there (gaps in the numbers are fine), then, if the schema's
+// functions stamp differs, drops the functions this binary no longer has and
+// re-applies every function (CREATE OR REPLACE keeps grants) and the stamp.
+// Safe to run again; a role that may not create objects fails only if
+// something is missing or stale.
 std::string migration_script(const std::string& schema);
 
 }  // namespace clk::store::postgres

@@ -1,12 +1,13 @@
-// Loads the PostgreSQL module (clock-postgres.so) on first use: next to the
-// clock binary (a build tree), else in the installed module folder.
+// The loader, linked into clock: loads the PostgreSQL module (clock-postgres.so)
+// on first use, next to the clock binary (a build tree), else in the installed
+// module folder.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "store/open_store.hpp"
 #include "store/store.hpp"
+#include "store/store_options.hpp"
 
 namespace clk::store {
 

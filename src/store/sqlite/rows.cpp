@@ -1,5 +1,5 @@
 // Row mapping for the SQLite store.
-#include "store/sqlite_rows.hpp"
+#include "store/sqlite/rows.hpp"
 
 namespace clk::store::sqlite {
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "store/open_store.hpp"
 #include "store/store.hpp"
+#include "store/store_options.hpp"
 
 namespace clk::store {
 
@@ -21,7 +21,8 @@ namespace clk::store {
 // The schema is created or migrated on first use where the role may.
 std::unique_ptr<Store> make_postgres_store(const StoreOptions& options);
 
-// The DDL of every PostgreSQL migration for schema `pg_schema`, as the one
+// The DDL of every PostgreSQL migration and the current functions for schema
+// `pg_schema`, as the one
 // idempotent script that `clock init` runs, for `clock init --print-sql`.
 // Throws clk::Error(config) for an invalid schema name.
 std::string postgres_schema_sql(const std::string& pg_schema);

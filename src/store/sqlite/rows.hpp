@@ -5,7 +5,7 @@
 #include <string>
 
 #include "lock/lease.hpp"
-#include "store/sqlite_db.hpp"
+#include "store/sqlite/db.hpp"
 #include "store/store.hpp"
 
 // Column lists as macros so that every query stays one constant string.

@@ -1,11 +1,11 @@
 // The exported entry points of the PostgreSQL module.
-#include "store/postgres_plugin.hpp"
+#include "store/postgres/module.hpp"
 
-#include "store/postgres_store.hpp"
+#include "store/postgres/store.hpp"
 
 extern "C" {
 
-const int clock_postgres_module_abi = 1;
+const char clock_postgres_module_abi[] = CLOCK_STORE_ABI;
 
 clk::store::Store* clock_postgres_open(const clk::store::StoreOptions& options) {
   return clk::store::make_postgres_store(options).release();

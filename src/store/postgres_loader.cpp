@@ -1,16 +1,17 @@
-// dlopen of the PostgreSQL module. It stays loaded until the process exits:
-// the Store it makes runs its code.
-#include "store/postgres_module.hpp"
+// The loader: dlopen of the PostgreSQL module (store/postgres/module.hpp). The
+// module stays loaded until the process exits: the Store it makes runs its code.
+#include "store/postgres_loader.hpp"
 
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
 #include <unistd.h>
 #include <vector>
 
 #include "error.hpp"
-#include "store/postgres_plugin.hpp"
+#include "store/postgres/module.hpp"
 
 namespace clk::store {
 
@@ -18,7 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int k_module_abi = 1;
 constexpr const char* k_module_file = "clock-postgres.so";
 
 fs::path executable_folder() {
@@ -74,12 +74,12 @@ Module load() {
       throw Error(ExitCode::config,
                   "cannot load the PostgreSQL module " + candidate.string() + ": " + dlerror());
     }
-    auto* abi = static_cast<const int*>(dlsym(handle, "clock_postgres_module_abi"));
+    const auto* abi = static_cast<const char*>(dlsym(handle, "clock_postgres_module_abi"));
     Module module{
         reinterpret_cast<decltype(&clock_postgres_open)>(dlsym(handle, "clock_postgres_open")),
         reinterpret_cast<decltype(&clock_postgres_schema_sql)>(
             dlsym(handle, "clock_postgres_schema_sql"))};
-    if (!abi || *abi != k_module_abi || !module.open || !module.schema_sql) {
+    if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
       throw Error(ExitCode::config, "the PostgreSQL module " + candidate.string() +
                                         " does not match this clock binary; reinstall clock");
     }

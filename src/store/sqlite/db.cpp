@@ -1,10 +1,12 @@
 // SQLite connection, statements, transactions and error translation.
-#include "store/sqlite_db.hpp"
+#include "store/sqlite/db.hpp"
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <random>
 #include <thread>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -77,11 +79,34 @@ int retry_while_busy(std::chrono::milliseconds timeout, Attempt attempt) {
 // at 50.
 constexpr int k_wal_checkpoint_pages = 200;
 
+// SQLite creates a new database 0644 whatever the umask, so two users of one
+// group cannot share it in a setgid folder. Create it as flock(1) and touch(1)
+// do, 0666 & ~umask; SQLite's unix VFS gives the -wal and -shm files the
+// database file's mode (and owner, when root creates them), so they follow.
+// A file that exists, or a folder we cannot write, is left to sqlite3_open.
+void create_shareable(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd >= 0)
+    ::close(fd);
+}
+
+// The -wal or -shm file beside the database that this user cannot read and
+// write (kept from another user's run: the WAL persists), if any.
+std::optional<std::string> unusable_companion(const std::string& path) {
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::string companion = path + suffix;
+    if (::access(companion.c_str(), F_OK) == 0 && ::access(companion.c_str(), R_OK | W_OK) != 0)
+      return companion;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Database::Database(std::string path, std::chrono::milliseconds busy_timeout)
     : m_path(std::move(path)), m_busy_timeout(busy_timeout) {
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  create_shareable(m_path);
   int rc = sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string why = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
@@ -154,6 +179,15 @@ void Database::fail(int rc, std::string_view what) const {
     int system_errno = m_db ? sqlite3_system_errno(m_db) : 0;
     if (primary == SQLITE_IOERR && system_errno != 0)
       detail += " (" + std::string(std::strerror(system_errno)) + ")";
+    if (auto companion = unusable_companion(m_path); companion && primary != SQLITE_FULL) {
+      // The database itself may be fine: name the file that is in the way.
+      throw Error(ExitCode::local_database,
+                  "the SQLite database " + m_path + " is unusable: " + *companion +
+                      " is not readable and writable by this user (give it the database's "
+                      "owner and mode: chown --reference=" +
+                      m_path + " " + *companion + "; chmod --reference=" + m_path + " " +
+                      *companion + "; do not delete it, it may hold committed data)");
+    }
     std::string hint = primary == SQLITE_FULL       ? "free some disk space"
                        : primary == SQLITE_READONLY ? "make the file and its folder writable"
                        : primary == SQLITE_NOTADB   ? "point --database at a clock database"

@@ -2,7 +2,7 @@
 // sql/postgres (see there for what each guarantees). This file turns requests
 // into bound parameters and replies into results and errors, and creates or
 // migrates the schema on first use.
-#include "store/postgres_store.hpp"
+#include "store/postgres/store.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -50,19 +50,6 @@ std::string boolean(bool value) {
   return value ? "true" : "false";
 }
 
-// A request id for a caller that gave none: 128 random bits in hex.
-std::string fresh_request_id() {
-  static thread_local std::mt19937_64 random{util::random_seed()};
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string id;
-  for (int word = 0; word < 2; ++word) {
-    auto bits = random();
-    for (int i = 0; i < 16; ++i, bits >>= 4)
-      id += k_hex[bits & 0xf];
-  }
-  return id;
-}
-
 std::string slots_message(const pg::AcquireReply& reply) {
   const std::string theirs = std::to_string(reply.other_slots);
   const std::string ours = std::to_string(reply.slots);
@@ -108,8 +95,8 @@ class PostgresStore::Impl {
   // One call of a schema function with bound parameters, as text. The first
   // call of a connection checks the schema version in the same round trip:
   // the function runs only when the schema is at least this binary's latest
-  // migration; otherwise (or with no schema at all) the schema is migrated
-  // first and the call made again.
+  // migration and its functions carry this binary's stamp; otherwise (or with no schema at all) the
+  // schema is migrated first and the call made again.
   std::string call(std::string_view what, std::string_view function, std::string_view arguments,
                    const pg::Params& params, pg::Retry retry) {
     std::string invocation = pg::quoted(m_schema) + "." + std::string(function) + "(" +
@@ -117,9 +104,7 @@ class PostgresStore::Impl {
     if (!m_schema_ready) {
       auto reply = m_conn.call_if_exists(
           what,
-          "SELECT CASE WHEN (SELECT max(version) FROM " + pg::quoted(m_schema) +
-              ".schema_migrations) >= " + std::to_string(pg::latest_version()) + " THEN " +
-              invocation + " END",
+          "SELECT CASE WHEN " + pg::ready_condition(m_schema) + " THEN " + invocation + " END",
           params, retry);
       if (reply) {
         m_schema_ready = true;
@@ -138,11 +123,8 @@ class PostgresStore::Impl {
     std::string sql = "SELECT * FROM " + pg::quoted(m_schema) + "." + std::string(function) + "(" +
                       std::string(arguments) + ")";
     if (!m_schema_ready) {
-      auto rows =
-          m_conn.each_row(what,
-                          sql + " WHERE (SELECT max(version) FROM " + pg::quoted(m_schema) +
-                              ".schema_migrations) >= " + std::to_string(pg::latest_version()),
-                          params, retry, visit);
+      auto rows = m_conn.each_row(what, sql + " WHERE " + pg::ready_condition(m_schema), params,
+                                  retry, visit);
       if (rows && *rows > 0) {
         m_schema_ready = true;
         return;
@@ -208,8 +190,7 @@ PostgresStore::PostgresStore(const StoreOptions& options)
 PostgresStore::~PostgresStore() = default;
 
 Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
-  const std::string request_id =
-      request.request_id.empty() ? fresh_request_id() : request.request_id;
+  const std::string& request_id = request.request_id;
   // Retried once after a dropped connection: the request id makes a grant
   // that did take effect come back unchanged instead of re-entering.
   pg::AcquireReply reply;

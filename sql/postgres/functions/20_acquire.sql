@@ -1,11 +1,11 @@
--- clock on PostgreSQL, version 2: taking locks. try_acquire() is one round
+-- clock on PostgreSQL: taking locks. try_acquire() is one round
 -- trip and one transaction; another program may call it (and release()) in
 -- its own transaction to take a clock lock around its own writes.
 --
 -- Isolation: READ COMMITTED (the default) is enough and is assumed. Every
 -- write to a resource hierarchy (namespace + first segment; related
 -- resources always share it) happens while holding that hierarchy's
--- transaction-level advisory lock (lock_hierarchies, 001), taken in key order
+-- transaction-level advisory lock (lock_hierarchies, 10_util.sql), taken in key order
 -- before anything is read. Under READ COMMITTED each statement of a PL/pgSQL
 -- function takes a fresh snapshot, so once the lock is held, every read sees
 -- all writes of the previous holder, which committed before releasing it:
@@ -20,7 +20,7 @@
 -- locks in one order (by key) means two clock calls never deadlock; a
 -- program that calls try_acquire twice in one transaction of its own can,
 -- like with any two locks (PostgreSQL then aborts one of them).
--- gc (004) does not take these locks; it only deletes rows that are already
+-- gc (40_status_gc.sql) does not take these locks; it only deletes rows that are already
 -- expired, skips rows another transaction has locked, and records history
 -- from DELETE ... RETURNING, so a row is recorded by exactly one deleter.
 --
@@ -33,7 +33,7 @@
 -- Tokens are drawn from the tokens sequence only after the locks are held, so
 -- the grants of one resource, serialized by the lock, get increasing tokens.
 --
--- Settings of every operation function (002-004): SECURITY DEFINER with
+-- Settings of every operation function (here and in the other files): SECURITY DEFINER with
 -- search_path pinned to pg_catalog (every object of ours is qualified), so a
 -- caller's search_path cannot redirect it; lock_timeout 5 s, so that a
 -- program holding a hierarchy lock in a long transaction of its own makes
@@ -58,7 +58,7 @@
 -- 'grant', 'blocked', 'slots_mismatch' or 'upgrade'. Expired related leases
 -- must have been removed before (expire_related). blockers[i] is the owner of
 -- the i-th lease or waiter in the way, blocked_on[i] its resource.
-CREATE FUNCTION @schema@.decide(
+CREATE OR REPLACE FUNCTION @schema@.decide(
   p_namespace text, p_resource text, p_mode text, p_slots integer, p_owner uuid,
   p_request_id text, p_now timestamptz,
   OUT verdict text, OUT other_slots integer, OUT blocking_leases jsonb,
@@ -145,7 +145,7 @@ END $$;
 
 -- Removes the expired leases related to one resource, recording each as
 -- expired at the instant it lapsed. Returns how many.
-CREATE FUNCTION @schema@.expire_related(p_namespace text, p_resource text, p_now timestamptz)
+CREATE OR REPLACE FUNCTION @schema@.expire_related(p_namespace text, p_resource text, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -170,7 +170,7 @@ END $$;
 -- waits for every other owner holding a live conflicting lease on a related
 -- resource (for a semaphore: only when it is full), and for every owner with
 -- an earlier live conflicting entry (FIFO: it cannot overtake them).
-CREATE FUNCTION @schema@.waits_for(p_owners uuid[], p_now timestamptz)
+CREATE OR REPLACE FUNCTION @schema@.waits_for(p_owners uuid[], p_now timestamptz)
 RETURNS TABLE (from_owner uuid, to_owner uuid, resource text, to_host text)
 LANGUAGE sql STABLE AS $$
   -- Related rows are found per queue entry by primary-key lookups (the entry
@@ -211,7 +211,7 @@ LANGUAGE sql STABLE AS $$
     AND NOT (w.slots > 0 AND e.slots > 0 AND w.resource = e.resource)
 $$;
 
-CREATE FUNCTION @schema@.describe_owner(p_owner uuid, p_host text) RETURNS text
+CREATE OR REPLACE FUNCTION @schema@.describe_owner(p_owner uuid, p_host text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
   SELECT 'owner ' || p_owner || CASE WHEN coalesce(p_host, '') = '' THEN ''
                                      ELSE ' (' || p_host || ')' END
@@ -223,7 +223,7 @@ $$;
 -- arrow reads "waits for x, held or queued for by"; NULL if there is none.
 -- Reads rows of other hierarchies without locking them: a cycle closed by two
 -- requests at the same instant is found by the next attempt of either.
-CREATE FUNCTION @schema@.find_cycle(p_owner uuid, p_host text, p_blockers uuid[],
+CREATE OR REPLACE FUNCTION @schema@.find_cycle(p_owner uuid, p_host text, p_blockers uuid[],
                                     p_blocked_on text[], p_hosts text[], p_now timestamptz)
 RETURNS text
 LANGUAGE plpgsql AS $$
@@ -280,7 +280,7 @@ END $$;
 -- is replaced, so a waiter that lapsed goes to the back. The lifetime is
 -- store::waiter_lifetime(ttl) of src/store/store.cpp: the TTL clamped to
 -- 1..30 s, 30 s for --ttl 0.
-CREATE FUNCTION @schema@.enqueue(
+CREATE OR REPLACE FUNCTION @schema@.enqueue(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_host text, p_ip text, p_pid bigint, p_user text,
   p_command text, p_started timestamptz, p_now timestamptz)
@@ -307,18 +307,6 @@ BEGIN
        OR w.mode <> excluded.mode OR w.slots <> excluded.slots;
 END $$;
 
--- Makes the current transaction's commit wait for its WAL to be flushed
--- (see Durability above); lasts until the end of the transaction.
-CREATE FUNCTION @schema@.commit_durably() RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-  IF current_setting('synchronous_commit') = 'off' THEN
-    SET LOCAL synchronous_commit = on;
-  END IF;
-END $$;
-
 -- One attempt at taking every resource of a request, all or none. Returns
 -- {"outcome": "granted", "grants": [{resource, token, depth}…]} (request
 -- order), {"outcome": "blocked", "leases": […], "waiters": […]} (who is in
@@ -327,7 +315,32 @@ END $$;
 -- "other_slots"}; each with "now", the server's clock in microseconds.
 -- p_ttl_ms = 0: the lease never expires. p_request_id: a fresh id per
 -- acquire; a retried call with the same id returns the grant it made.
-CREATE FUNCTION @schema@.try_acquire(
+--
+-- Two fast paths come first, for one resource, each answering as the general
+-- path below would with the same rows, in four statements instead of some
+-- forty (a new backend plans every statement it runs: tests/bench):
+-- 1. Nothing related (on the resource, an ancestor or a descendant) exists
+--    but the caller's own queue entries: no lease, live or expired, and no
+--    other owner's queue entry (the first attempt at a free lock, the
+--    attempt of the only waiter woken by a release). The general path could
+--    only say "grant": nothing to expire, no re-entry, no retry of an earlier
+--    grant (that would have left this owner's lease), nobody in the way, no
+--    deadlock search. The lease and its 'acquired' record are inserted in one
+--    statement and the caller's own queue entry deleted.
+-- 2. An exclusive request, queued, by an owner that holds no live lease and
+--    waits for nothing else, where no expired related lease is left to clear
+--    (every contender of a busy job). The general path could only answer
+--    blocked (by every live related lease of another owner and every live
+--    related queue entry of another owner ahead of the caller's own, as
+--    decide() lists them; the request queued by enqueue(); no deadlock search,
+--    which runs only for an owner others can wait for) or granted, as in 1.
+-- Both check it under the hierarchy's advisory lock, in statements that start
+-- after the lock is held (READ COMMITTED: a fresh snapshot per statement).
+-- Anything else (shared, a semaphore, -n, several resources, re-entry, an
+-- expired lease to record, arguments to refuse) goes on to the general path,
+-- which re-takes the same advisory lock (advisory locks stack within a
+-- transaction) and finds the table as the fast paths left it: unchanged.
+CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz)
@@ -338,12 +351,20 @@ SET jit = off
 SET lock_timeout = '5s'
 AS $$
 DECLARE
+  v_resource text := p_resources[1];
+  v_lo text := v_resource || '.';  -- descendants sort strictly between v_lo and v_hi
+  v_hi text := v_resource || '/';
+  v_key bigint;
+  v_up text[];
   v_now timestamptz;
+  v_token bigint;
+  v_grant boolean := false;
+  v_mine bigint;
+  v_leases jsonb := '[]';  -- set by fast path 2 only when it returns
+  v_waiters jsonb := '[]';
   v_expires timestamptz;
   d record;
   v_verdicts text[] := '{}';
-  v_leases jsonb := '[]';
-  v_waiters jsonb := '[]';
   v_blockers uuid[] := '{}';
   v_blocked_on text[] := '{}';
   v_hosts text[] := '{}';
@@ -352,6 +373,101 @@ DECLARE
   v_grants jsonb := '[]';
   l @schema@.leases;
 BEGIN
+  -- The fast paths take only arguments check_names() and the general path
+  -- would accept; anything else goes there to be refused with their message.
+  IF cardinality(p_resources) = 1 AND v_resource IS NOT NULL
+     AND octet_length(v_resource) <= 255
+     AND v_resource ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
+     AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
+     AND p_mode IN ('exclusive', 'shared') AND p_slots >= 0 AND p_ttl_ms >= 0
+     AND p_owner IS NOT NULL AND coalesce(p_request_id, '') <> '' AND p_queue IS NOT NULL THEN
+    PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
+    -- lock_hierarchies() for one resource, inline.
+    v_key := @schema@.lock_key(p_namespace, split_part(v_resource, '.', 1));
+    IF p_queue THEN
+      PERFORM pg_advisory_xact_lock(v_key);
+    ELSIF NOT pg_try_advisory_xact_lock(v_key) THEN
+      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = 'another transaction holds locks under the same top-level name';
+    END IF;
+    v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
+    v_up := array_prepend(v_resource, @schema@.ancestors(v_resource));
+    -- Fast path 1: no related row at all but the caller's own queue entries.
+    v_grant := NOT EXISTS (SELECT 1 FROM @schema@.leases
+                           WHERE namespace = p_namespace AND resource = ANY (v_up))
+               AND NOT EXISTS (SELECT 1 FROM @schema@.leases
+                               WHERE namespace = p_namespace
+                                 AND resource > v_lo AND resource < v_hi)
+               AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
+                               WHERE namespace = p_namespace AND resource = ANY (v_up)
+                                 AND owner <> p_owner)
+               AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
+                               WHERE namespace = p_namespace AND owner <> p_owner
+                                 AND resource > v_lo AND resource < v_hi);
+    IF NOT v_grant AND p_queue AND p_mode = 'exclusive' AND p_slots = 0
+       AND NOT EXISTS (SELECT 1 FROM @schema@.leases
+                       WHERE owner = p_owner AND (expires_at IS NULL OR expires_at > v_now))
+       AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
+                       WHERE owner = p_owner AND expires_at > v_now
+                         AND NOT (namespace = p_namespace AND resource = v_resource
+                                  AND request_id = p_request_id))
+       AND NOT EXISTS (SELECT 1 FROM @schema@.leases
+                       WHERE namespace = p_namespace AND expires_at <= v_now
+                         AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi)))
+    THEN
+      -- Fast path 2. Who is in the way, as decide() lists them for this request.
+      SELECT coalesce(jsonb_agg(@schema@.lease_json(o, v_now) ORDER BY o.token), '[]')
+      INTO v_leases
+      FROM @schema@.leases o
+      WHERE o.namespace = p_namespace AND o.owner <> p_owner
+        AND (o.expires_at IS NULL OR o.expires_at > v_now)
+        AND (o.resource = ANY (v_up) OR (o.resource > v_lo AND o.resource < v_hi));
+      SELECT position INTO v_mine FROM @schema@.waiters
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
+        AND expires_at > v_now;
+      SELECT coalesce(jsonb_agg(@schema@.waiter_json(w) ORDER BY w.position), '[]')
+      INTO v_waiters
+      FROM @schema@.waiters w
+      WHERE w.namespace = p_namespace AND w.owner <> p_owner AND w.expires_at > v_now
+        AND (v_mine IS NULL OR w.position < v_mine)
+        AND (w.resource = ANY (v_up) OR (w.resource > v_lo AND w.resource < v_hi));
+      IF v_leases = '[]' AND v_waiters = '[]' THEN
+        v_grant := true;
+      ELSE
+        PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                                 p_request_id, p_host, p_ip, p_pid, p_user, p_command,
+                                 p_started, v_now);
+        RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
+                                  'leases', v_leases, 'waiters', v_waiters);
+      END IF;
+    END IF;
+    IF v_grant THEN
+      WITH g AS (
+        INSERT INTO @schema@.leases (namespace, resource, owner, mode, slots, token, depth,
+                                     request_id, acquired_at, renewed_at, expires_at, ttl, host,
+                                     ip, pid, user_name, command, owner_started_at)
+        VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, nextval('@schema@.tokens'), 1,
+                p_request_id, v_now, v_now,
+                CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END,
+                p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
+                coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started)
+        RETURNING *),
+      h AS (
+        INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
+                                      held_for, host, ip, pid, user_name, command)
+        SELECT v_now, 'acquired', namespace, resource, owner, mode, token, NULL, host, ip, pid,
+               user_name, command
+        FROM g)
+      SELECT token INTO v_token FROM g;
+      -- A queued request's own entry goes with the grant, as in the general path.
+      DELETE FROM @schema@.waiters
+      WHERE namespace = p_namespace AND owner = p_owner AND resource = v_resource;
+      RETURN jsonb_build_object('outcome', 'granted', 'now', @schema@.usec(v_now),
+                                'grants', jsonb_build_array(jsonb_build_object(
+                                  'resource', v_resource, 'token', v_token, 'depth', 1)));
+    END IF;
+  END IF;
+  -- The general path.
   PERFORM @schema@.check_names(p_namespace, p_resources);
   IF p_mode IS NULL OR p_mode NOT IN ('exclusive', 'shared') OR p_slots IS NULL OR p_slots < 0
      OR p_ttl_ms IS NULL OR p_ttl_ms < 0 OR p_owner IS NULL OR coalesce(p_request_id, '') = '' THEN
@@ -455,11 +571,9 @@ BEGIN
   RETURN jsonb_build_object('outcome', 'granted', 'now', @schema@.usec(v_now), 'grants', v_grants);
 END $$;
 
--- Takes a request out of the queue (after a timeout or an interrupt): the
--- owner's entries for these resources made by request p_request_id (any
--- request when NULL). Returns how many; wakes the waiters behind them.
-CREATE FUNCTION @schema@.leave_queue(p_namespace text, p_resources text[], p_owner uuid,
-                                     p_request_id text)
+-- Removes the caller's queue entries (a waiter giving up), waking only the waiters that may now be granted.
+CREATE OR REPLACE FUNCTION @schema@.leave_queue(p_namespace text, p_resources text[],
+                                                p_owner uuid, p_request_id text)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -475,8 +589,8 @@ BEGIN
   WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources)
     AND (p_request_id IS NULL OR request_id = p_request_id);
   GET DIAGNOSTICS v_count = ROW_COUNT;
-  IF v_count > 0 THEN PERFORM @schema@.notify_change(); END IF;
+  IF v_count > 0 THEN
+    PERFORM @schema@.notify_heads(p_namespace, p_resources, clock_timestamp());
+  END IF;
   RETURN v_count;
 END $$;
-
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC;

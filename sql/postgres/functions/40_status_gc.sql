@@ -1,4 +1,4 @@
--- clock on PostgreSQL, version 4: reading the lock table and collecting
+-- clock on PostgreSQL: reading the lock table and collecting
 -- garbage. Each call is one round trip and one transaction.
 --
 -- status() and history() only read: one statement each, so one snapshot,
@@ -16,38 +16,52 @@
 -- deadlock. An expired lease is recorded by whichever transaction deletes it
 -- (DELETE ... RETURNING), so exactly once.
 
--- Holders (live, or all with p_include_expired) and live waiters in queue
--- order, optionally of one namespace and of a resource and its descendants.
--- Returns {"now", "holders": [lease…], "waiters": [waiter…]}.
-CREATE FUNCTION @schema@.status(p_namespace text, p_prefix text, p_include_expired boolean)
-RETURNS jsonb
-LANGUAGE plpgsql SECURITY DEFINER
+-- (3) Holders (live, or all with p_include_expired) and live waiters, of one
+-- namespace (NULL: all) and of a resource and its descendants (NULL: all).
+-- The first row has kind 'now' and the server's clock in at1; then one row
+-- per holder ('holder': at1 acquired, at2 renewed, at3 expires) and per
+-- waiter ('waiter': token is its queue position, at1 since). Instants are
+-- UTC, 'YYYY-MM-DD HH:MM:SS[.ffffff]' (DateStyle ISO is set for the casts).
+-- Unordered: the client sorts.
+CREATE OR REPLACE FUNCTION @schema@.status_rows(p_namespace text, p_prefix text, p_include_expired boolean)
+RETURNS TABLE (kind text, namespace text, resource text, owner uuid, mode text, slots integer,
+               token bigint, depth integer, at1 text, at2 text, at3 text, expired boolean,
+               host text, ip text, pid bigint, user_name text, command text, started text)
+LANGUAGE sql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET DateStyle = 'ISO, YMD'
 AS $$
-DECLARE
-  v_now timestamptz := clock_timestamp();
-BEGIN
-  RETURN jsonb_build_object(
-    'now', @schema@.usec(v_now),
-    'holders', (SELECT coalesce(jsonb_agg(@schema@.lease_json(l, v_now)
-                                          ORDER BY l.namespace, l.resource, l.acquired_at), '[]')
-                FROM @schema@.leases l
-                WHERE (p_namespace IS NULL OR l.namespace = p_namespace)
-                  AND (p_prefix IS NULL OR l.resource = p_prefix
-                       OR (l.resource > p_prefix || '.' AND l.resource < p_prefix || '/'))
-                  AND (p_include_expired OR l.expires_at IS NULL OR l.expires_at > v_now)),
-    'waiters', (SELECT coalesce(jsonb_agg(@schema@.waiter_json(w) ORDER BY w.position), '[]')
-                FROM @schema@.waiters w
-                WHERE (p_namespace IS NULL OR w.namespace = p_namespace)
-                  AND (p_prefix IS NULL OR w.resource = p_prefix
-                       OR (w.resource > p_prefix || '.' AND w.resource < p_prefix || '/'))
-                  AND w.expires_at > v_now));
-END $$;
+  WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
+  SELECT 'now', NULL, NULL, NULL::uuid, NULL, NULL::integer, NULL::bigint, NULL::integer,
+         (n.now AT TIME ZONE 'UTC')::text, NULL, NULL, NULL::boolean, NULL, NULL, NULL::bigint,
+         NULL, NULL, NULL
+  FROM n
+  UNION ALL
+  SELECT 'holder', l.namespace, l.resource, l.owner, l.mode, l.slots, l.token, l.depth,
+         (l.acquired_at AT TIME ZONE 'UTC')::text, (l.renewed_at AT TIME ZONE 'UTC')::text,
+         (l.expires_at AT TIME ZONE 'UTC')::text, coalesce(l.expires_at <= n.now, false),
+         l.host, l.ip, l.pid, l.user_name, l.command,
+         (l.owner_started_at AT TIME ZONE 'UTC')::text
+  FROM @schema@.leases l, n
+  WHERE (p_namespace IS NULL OR l.namespace = p_namespace)
+    AND (p_prefix IS NULL OR l.resource = p_prefix
+         OR (l.resource > p_prefix || '.' AND l.resource < p_prefix || '/'))
+    AND (p_include_expired OR l.expires_at IS NULL OR l.expires_at > n.now)
+  UNION ALL
+  SELECT 'waiter', w.namespace, w.resource, w.owner, w.mode, w.slots, w.position, NULL,
+         (w.enqueued_at AT TIME ZONE 'UTC')::text, NULL, NULL, NULL, w.host, w.ip, w.pid,
+         w.user_name, w.command, (w.owner_started_at AT TIME ZONE 'UTC')::text
+  FROM @schema@.waiters w, n
+  WHERE (p_namespace IS NULL OR w.namespace = p_namespace)
+    AND (p_prefix IS NULL OR w.resource = p_prefix
+         OR (w.resource > p_prefix || '.' AND w.resource < p_prefix || '/'))
+    AND w.expires_at > n.now
+$$;
 
 -- The newest p_limit events, optionally of one namespace and of a resource
 -- and its descendants. Returns a JSON array, newest first.
-CREATE FUNCTION @schema@.history(p_namespace text, p_prefix text, p_limit integer)
+CREATE OR REPLACE FUNCTION @schema@.history(p_namespace text, p_prefix text, p_limit integer)
 RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -72,7 +86,7 @@ $$;
 -- older than that. With p_dry_run, counts everything there is to remove
 -- (not limited to a batch) and removes nothing. Returns {"expired_leases",
 -- "dead_waiters", "history_rows"}.
-CREATE FUNCTION @schema@.gc_batch(p_batch integer, p_history_older_than_ms bigint,
+CREATE OR REPLACE FUNCTION @schema@.gc_batch(p_batch integer, p_history_older_than_ms bigint,
                                   p_dry_run boolean)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
@@ -122,5 +136,3 @@ BEGIN
   RETURN jsonb_build_object('expired_leases', v_leases, 'dead_waiters', v_waiters,
                             'history_rows', v_history);
 END $$;
-
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC;

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "store/open_store.hpp"
 #include "store/store.hpp"
+#include "store/store_options.hpp"
 
 namespace clk::store {
 

@@ -2,7 +2,7 @@
 // write lock serializes writers across processes, so "check for conflicts,
 // then insert" cannot race. The clock is read once per transaction, inside
 // it, from SQLite (the host's real-time clock).
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/store.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -14,10 +14,11 @@
 
 #include "error.hpp"
 #include "lock/conflict.hpp"
+#include "store/database_url.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/migration.hpp"
-#include "store/sqlite_db.hpp"
-#include "store/sqlite_rows.hpp"
+#include "store/sqlite/db.hpp"
+#include "store/sqlite/rows.hpp"
 #include "util/filesystem_kind.hpp"
 #include "util/random_seed.hpp"
 
@@ -82,10 +83,15 @@ class SqliteStore final : public Store {
                                                         std::int64_t now);
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
               std::optional<std::int64_t> held_ms, const std::string& by = "");
+  void record_lost_gone(const std::string& ns, const lock::Resource& resource,
+                        const lock::OwnerId& owner, std::optional<lock::Token> token,
+                        std::int64_t at);
   void remove_lease(const lock::Lease& lease);
   std::int64_t next_token();
   void enqueue(const LockRequest& request, std::int64_t now);
   void dequeue(const LockRequest& request);
+  void drop_waiter(const std::string& ns, const lock::Resource& resource,
+                   const lock::OwnerId& owner);
   Grant grant(const LockRequest& request, const lock::Resource& resource, std::int64_t now);
   Grant reenter(const LockRequest& request, const LeaseRow& held, std::int64_t now);
   bool may_close_cycle(const LockRequest& request, std::int64_t now);
@@ -200,6 +206,18 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
   stmt.run();
 }
 
+// A lease already gone when its owner renews: only the owner, the resource
+// and the token it held (if it said) are known; mode and token may be NULL.
+void SqliteStore::record_lost_gone(const std::string& ns, const lock::Resource& resource,
+                                   const lock::OwnerId& owner, std::optional<lock::Token> token,
+                                   std::int64_t at) {
+  auto stmt = m_db.prepare(
+      "INSERT INTO history (at, event, namespace, resource, owner, token)"
+      " VALUES (?1, 'lost', ?2, ?3, ?4, ?5)");
+  stmt.bind(1, at).bind(2, ns).bind(3, resource.str()).bind(4, owner.str()).bind(5, token);
+  stmt.run();
+}
+
 void SqliteStore::remove_lease(const lock::Lease& lease) {
   auto stmt =
       m_db.prepare("DELETE FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
@@ -224,6 +242,10 @@ void SqliteStore::enqueue(const LockRequest& request, std::int64_t now) {
     // waiter (data_version), so rewriting on each poll would spin them all.
     if (existing && existing->expires_at_ms - now > lifetime / 2)
       continue;
+    // A lapsed entry is dead: asking again is a new arrival, at the back of
+    // the queue, as on PostgreSQL (one lock model, SPEC §5).
+    if (existing && existing->expires_at_ms <= now)
+      drop_waiter(request.ns, resource, request.owner);
     auto stmt = m_db.prepare(
         "INSERT INTO waiters (namespace, resource, owner, mode, slots, request_id, enqueued_at,"
         " expires_at, host, ip, pid, user, command, owner_started_at)"
@@ -246,6 +268,13 @@ void SqliteStore::enqueue(const LockRequest& request, std::int64_t now) {
         .bind(14, sqlite::ms_of(request.info.started));
     stmt.run();
   }
+}
+
+void SqliteStore::drop_waiter(const std::string& ns, const lock::Resource& resource,
+                              const lock::OwnerId& owner) {
+  auto stmt =
+      m_db.prepare("DELETE FROM waiters WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  stmt.bind(1, ns).bind(2, resource.str()).bind(3, owner.str()).run();
 }
 
 void SqliteStore::dequeue(const LockRequest& request) {
@@ -492,7 +521,17 @@ void SqliteStore::renew(const RenewRequest& request) {
     if (row && live && token_ok)
       continue;
     lost.push_back(resource.str());
-    if (row && !live && token_ok) {
+    std::optional<lock::Token> token;
+    if (!request.tokens.empty())
+      token = request.tokens[i];
+    if (!row) {
+      record_lost_gone(request.ns, resource, request.owner, token, now);
+    } else if (!token_ok) {
+      // Held under another token: recorded with the token the renewer had.
+      lock::Lease lease = row->lease;
+      lease.token = *token;
+      record(EventKind::lost, lease, now, std::nullopt);
+    } else {
       remove_lease(row->lease);
       record(EventKind::lost, row->lease, now, now - sqlite::ms_of(row->lease.acquired_at));
     }
@@ -739,8 +778,11 @@ std::unique_ptr<Store> make_sqlite_store(const StoreOptions& options) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   if (error) {
-    throw Error(ExitCode::local_database, "cannot create the folder " + folder.string() +
-                                              " for the SQLite database: " + error.message());
+    throw Error(ExitCode::local_database,
+                "cannot create the folder " + folder.string() +
+                    " for the SQLite database: " + error.message() +
+                    " (set XDG_STATE_HOME to a writable folder, or choose the database "
+                    "with CLOCK_DATABASE_URL or --database)");
   }
   if (!options.allow_network_filesystem)
     check_local_filesystem(folder);

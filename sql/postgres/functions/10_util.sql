@@ -1,0 +1,159 @@
+-- clock on PostgreSQL: the helpers every operation function uses (names,
+-- hierarchy locks, JSON of rows, history records, notifications). None is
+-- SECURITY DEFINER and PUBLIC may not execute them (the REVOKE at the end of
+-- the functions script): they run inside the operation functions of
+-- 20_acquire.sql … 40_status_gc.sql, with those functions' rights, isolation
+-- (READ COMMITTED) and locks. SQL-language helpers are validated when
+-- created, so this file comes first.
+
+-- An instant as integer microseconds since the Unix epoch (what the store reads).
+CREATE OR REPLACE FUNCTION @schema@.usec(p_at timestamptz) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT (extract(epoch FROM p_at) * 1000000)::bigint $$;
+
+-- The strict ancestors of a resource: 'a.b.c' gives {a, a.b}.
+CREATE OR REPLACE FUNCTION @schema@.ancestors(p_resource text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+  SELECT coalesce(array_agg(array_to_string(parts[1:i], '.') ORDER BY i), '{}')
+  FROM string_to_array(p_resource, '.') AS parts, generate_series(1, cardinality(parts) - 1) AS i
+$$;
+
+-- The key of the transaction-level advisory lock that serializes every write
+-- to one resource hierarchy (a namespace and a first segment): related
+-- resources always share their first segment. A hash collision only
+-- serializes two unrelated hierarchies; it never lets related ones interleave.
+CREATE OR REPLACE FUNCTION @schema@.lock_key(p_namespace text, p_root text) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT hashtextextended('@schema_name@' || E'\n' || p_namespace || E'\n' || p_root, 0) $$;
+
+-- Takes the hierarchy locks of a request in one canonical order (by key), so
+-- two requests over the same hierarchies never wait for each other in a
+-- cycle. Held until the calling transaction ends.
+-- With p_wait false (clock acquire -n) the locks are only tried: a
+-- hierarchy locked by another open transaction raises lock_not_available
+-- at once, which the store reports as "held", not as an outage.
+CREATE OR REPLACE FUNCTION @schema@.lock_hierarchies(p_namespace text, p_resources text[],
+                                          p_wait boolean DEFAULT true) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_key bigint;
+BEGIN
+  FOR v_key IN
+    SELECT DISTINCT @schema@.lock_key(p_namespace, split_part(r, '.', 1))
+    FROM unnest(p_resources) AS r ORDER BY 1
+  LOOP
+    IF p_wait THEN
+      PERFORM pg_advisory_xact_lock(v_key);
+    ELSIF NOT pg_try_advisory_xact_lock(v_key) THEN
+      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = 'another transaction holds locks under the same top-level name';
+    END IF;
+  END LOOP;
+END $$;
+
+-- Refuses arguments the lock model forbids (SPEC §1), so that a program
+-- calling the functions directly cannot store a name clock would reject.
+CREATE OR REPLACE FUNCTION @schema@.check_names(p_namespace text, p_resources text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_bad text;
+BEGIN
+  IF p_namespace IS NULL OR octet_length(p_namespace) > 255 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'invalid namespace: at most 255 bytes, not NULL';
+  END IF;
+  IF p_resources IS NULL OR cardinality(p_resources) = 0 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'no resource given';
+  END IF;
+  SELECT r INTO v_bad FROM unnest(p_resources) AS r
+  WHERE r IS NULL OR octet_length(r) > 255 OR r !~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('invalid resource name %L', left(v_bad, 64));
+  END IF;
+  IF (SELECT count(DISTINCT r) FROM unnest(p_resources) AS r) <> cardinality(p_resources) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'a resource is named twice in one request';
+  END IF;
+END $$;
+
+-- Wakes every waiter of this schema: sent on commit, so a woken waiter's next
+-- attempt sees the change. One channel per schema; the payload is empty so
+-- that PostgreSQL folds the notifications of one transaction into one.
+CREATE OR REPLACE FUNCTION @schema@.notify_change() RETURNS void
+LANGUAGE sql
+AS $$ SELECT pg_notify('@schema_name@_changed', '') $$;
+
+-- Lease and waiter rows as JSON for the store: instants in microseconds.
+CREATE OR REPLACE FUNCTION @schema@.lease_json(l @schema@.leases, p_now timestamptz) RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$ SELECT jsonb_build_object(
+  'namespace', l.namespace, 'resource', l.resource, 'owner', l.owner, 'mode', l.mode,
+  'slots', l.slots, 'token', l.token, 'depth', l.depth,
+  'acquired_at', @schema@.usec(l.acquired_at), 'renewed_at', @schema@.usec(l.renewed_at),
+  'expires_at', @schema@.usec(l.expires_at), 'expired', coalesce(l.expires_at <= p_now, false),
+  'host', l.host, 'ip', l.ip, 'pid', l.pid, 'user', l.user_name, 'command', l.command,
+  'started', @schema@.usec(l.owner_started_at)) $$;
+
+-- Queue entries now say when they lapse, so that a waiter stuck behind a dead
+-- one knows when to look again.
+CREATE OR REPLACE FUNCTION @schema@.waiter_json(w @schema@.waiters) RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$ SELECT jsonb_build_object(
+  'namespace', w.namespace, 'resource', w.resource, 'owner', w.owner, 'mode', w.mode,
+  'slots', w.slots, 'position', w.position, 'since', @schema@.usec(w.enqueued_at),
+  'expires_at', @schema@.usec(w.expires_at),
+  'host', w.host, 'ip', w.ip, 'pid', w.pid, 'user', w.user_name, 'command', w.command,
+  'started', @schema@.usec(w.owner_started_at)) $$;
+
+-- Records the end (or start) of a lease in history.
+CREATE OR REPLACE FUNCTION @schema@.record_event(p_event text, p_at timestamptz, l @schema@.leases,
+                                      p_held_for interval, p_forced_by text DEFAULT '')
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                host, ip, pid, user_name, command, forced_by)
+  VALUES (p_at, p_event, l.namespace, l.resource, l.owner, l.mode, l.token, p_held_for,
+          l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by)
+$$;
+
+-- Makes the current transaction's commit wait for its WAL to be flushed
+-- (see Durability above); lasts until the end of the transaction.
+CREATE OR REPLACE FUNCTION @schema@.commit_durably() RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF current_setting('synchronous_commit') = 'off' THEN
+    SET LOCAL synchronous_commit = on;
+  END IF;
+END $$;
+
+-- Notifies each owner with a live queue entry in the hierarchies of
+-- p_resources that has no earlier live conflicting entry of another owner on
+-- a related resource: the waiters that may be granted now. The payload is the
+-- owner id; sent on commit. Returns how many notifications.
+CREATE OR REPLACE FUNCTION @schema@.notify_heads(p_namespace text, p_resources text[], p_now timestamptz)
+RETURNS bigint
+LANGUAGE sql
+AS $$
+  SELECT count(pg_notify('@schema_name@_changed', heads.owner::text))
+  FROM (
+    SELECT DISTINCT w.owner
+    FROM (SELECT DISTINCT split_part(r, '.', 1) AS root FROM unnest(p_resources) AS r) AS t
+    JOIN @schema@.waiters w
+      ON w.namespace = p_namespace
+     AND (w.resource = t.root OR (w.resource > t.root || '.' AND w.resource < t.root || '/'))
+    WHERE w.expires_at > p_now
+      AND NOT EXISTS (
+        SELECT 1 FROM @schema@.waiters e
+        WHERE e.namespace = w.namespace AND e.position < w.position AND e.expires_at > p_now
+          AND e.owner <> w.owner
+          AND NOT (e.mode = 'shared' AND w.mode = 'shared')
+          AND NOT (e.slots > 0 AND w.slots > 0 AND e.resource = w.resource)
+          AND (e.resource = ANY (array_prepend(w.resource, @schema@.ancestors(w.resource)))
+               OR (e.resource > w.resource || '.' AND e.resource < w.resource || '/')))) AS heads
+$$;

@@ -1,0 +1,7 @@
+-- clock on PostgreSQL, version 5: the fast paths of try_acquire() and targeted wake-ups (20_acquire.sql, 10_util.sql).
+-- Migrations hold DDL only; the functions of this version live, in their
+-- current text, in sql/postgres/functions/, re-applied by the migration
+-- script whenever their hash changes (src/store/postgres/schema.cpp). What is
+-- left here is what a database created at this version ran besides them.
+
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC;

@@ -1,0 +1,21 @@
+// What a database URL names (SPEC §2): the backend, the SQLite file, and the
+// form with its password masked for anything shown.
+#pragma once
+
+#include <string>
+
+namespace clk::store {
+
+enum class Backend { sqlite, postgres };
+
+// Which backend a URL names; throws clk::Error(config) for anything else.
+Backend backend_of(const std::string& url);
+
+// The SQLite file path of a sqlite: URL.
+std::string sqlite_path_of(const std::string& url);
+
+// Masks the password in a URL or keyword string, for logs and messages: what
+// libpq takes as the password, and the words of one typed with spaces.
+std::string mask_password(const std::string& url);
+
+}  // namespace clk::store

@@ -1,0 +1,92 @@
+// SQLite schema upgrades in place (sql/sqlite/migrations): a database left by
+// an older clock, with live leases and history, is migrated on first use and
+// keeps both. They run with CLOCK_TEST_BACKEND=sqlite only.
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+
+using namespace clk::test;
+
+namespace {
+
+// The database file of the SQLite backend's URL ("sqlite:/path").
+fs::path database_file(const TestEnv& env) {
+  std::string url = env.url();
+  REQUIRE(url.rfind("sqlite:", 0) == 0);
+  return url.substr(7);
+}
+
+// Version 1 as clock 001_schema.sql made it, holding x (token 5) for an
+// hour and three history rows, whose ids reached 10 before gc pruned some.
+const char* const k_version_1_rows = R"(
+PRAGMA user_version = 1;
+UPDATE counters SET value = 5 WHERE name = 'token';
+INSERT INTO leases VALUES ('', 'x', '11111111-2222-4333-8444-555555555555', 'exclusive', 0, 5, 1,
+  'r1', CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 3600000,
+  'oldhost', '127.0.0.1', 42, 'someone', 'job', 0);
+INSERT INTO history (id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip,
+  pid, user, command) VALUES
+  (8, 1, 'acquired', '', 'w', '11111111-2222-4333-8444-555555555555', 'shared', 3, NULL,
+   'oldhost', '127.0.0.1', 42, 'someone', 'job'),
+  (9, 2, 'released', '', 'w', '11111111-2222-4333-8444-555555555555', 'shared', 3, 1,
+   'oldhost', '127.0.0.1', 42, 'someone', 'job'),
+  (10, 3, 'acquired', '', 'x', '11111111-2222-4333-8444-555555555555', 'exclusive', 5, NULL,
+   'oldhost', '127.0.0.1', 42, 'someone', 'job');
+)";
+
+}  // namespace
+
+TEST_SUITE("sqlite migrations") {
+  TEST_CASE("a version 1 database upgrades in place, keeping live leases, history and ids" *
+            only_on("sqlite")) {
+    TestEnv env;
+    fs::path db = database_file(env);
+    std::string schema = std::string(CLOCK_TEST_SQL_DIR) + "/sqlite/migrations/001_schema.sql";
+    REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" < \"$SCHEMA\" && sqlite3 \"$DB\" \"$ROWS\"",
+                           {{"DB", db.string()}, {"SCHEMA", schema}, {"ROWS", k_version_1_rows}}),
+                 0);
+
+    // The lease is live and held after the upgrade.
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["token"] == 5);
+    CHECK(holders[0]["owner"] == "11111111-2222-4333-8444-555555555555");
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
+
+    // History holds a renewal of a lease that is gone, after the old rows,
+    // with an id the old rows never had.
+    std::string renewer = random_uuid();
+    CHECK_EXIT(env.clock({"renew", "-r", "y", "--owner", renewer}), 77);
+    Result history = env.clock({"history", "--format", "json"});
+    REQUIRE_EXIT(history, 0);
+    auto events = nlohmann::json::parse(history.out)["events"];
+    INFO(events.dump(2));
+    REQUIRE(events.size() == 4);
+    std::vector<long long> ids;
+    bool lost = false;
+    for (const auto& event : events) {
+      ids.push_back(event["id"].get<long long>());
+      if (event["event"] == "lost") {
+        lost = true;
+        CHECK(event["owner"] == renewer);
+        CHECK(event["id"].get<long long>() > 10);
+      }
+    }
+    CHECK(lost);
+
+    Result schema_now = env.shell(
+        "sqlite3 \"$DB\" 'PRAGMA user_version' \"SELECT name FROM sqlite_master WHERE "
+        "tbl_name = 'history' AND type = 'index' ORDER BY name\"",
+        {{"DB", db.string()}});
+    REQUIRE_EXIT(schema_now, 0);
+    CHECK(schema_now.out.find("history_by_resource\nhistory_by_time") != std::string::npos);
+    CHECK(std::stoi(schema_now.out) >= 2);
+
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", "11111111-2222-4333-8444-555555555555"}),
+               0);
+  }
+}
