@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "error.hpp"
 #include "lock/lease.hpp"
 
 namespace clk::store {
@@ -42,12 +43,26 @@ struct Grant {
 
 enum class Outcome { granted, blocked, deadlock };
 
+// One owner of a deadlock cycle and the resource it waits for, which the next
+// link's owner holds or is queued for ahead of it; the last link waits for
+// the first link's owner. The first link is the requester.
+struct CycleLink {
+  lock::OwnerId owner;
+  std::string host;
+  lock::Resource waits_for;
+};
+using Cycle = std::vector<CycleLink>;
+
+// "owner A (host) -> x -> owner B (host) -> y -> owner A (host)": each arrow
+// reads "waits for x, held or queued for by".
+std::string describe(const Cycle& cycle);
+
 struct Attempt {
   Outcome outcome = Outcome::blocked;
   std::vector<Grant> grants;                   // granted: one per resource, request order
   std::vector<lock::Lease> blocking_leases;    // blocked: who holds what is in the way
   std::vector<lock::Waiter> blocking_waiters;  // blocked: earlier waiters in the way
-  std::string cycle;                           // deadlock: "owner A (host) -> x -> owner B …"
+  Cycle cycle;                                 // deadlock: the requester first
 };
 
 struct RenewRequest {
@@ -120,6 +135,34 @@ struct GcReport {
   std::int64_t history_rows = 0;
 };
 
+// Why a store refuses an operation on one resource. Both stores return these
+// values and refusal_error() words them, once.
+enum class Refusal {
+  gone,            // renew: this owner has no lease on it (released, forced, expired and removed)
+  expired,         // renew, release: this owner's lease had expired
+  other_token,     // renew: this owner holds it under another token (lost, then re-acquired)
+  other_owner,     // release: it is held, by other owners only
+  not_held,        // release: nobody holds it
+  nobody_holds,    // release --force: nobody holds it
+  slots_mismatch,  // acquire: --slots differs from the holders' or waiters'
+  upgrade,         // acquire: re-entering exclusive what this owner holds shared
+};
+
+enum class Operation { acquire, renew, release };
+
+struct Refused {
+  Refusal reason = Refusal::gone;
+  lock::Resource resource;
+  int slots = 0;        // slots_mismatch: the request's --slots (0: a plain lock)
+  int other_slots = 0;  // slots_mismatch: the holders' or waiters' (0: a plain lock)
+};
+
+// The error for a refusal: usage (64) for a request the lock model refuses
+// (slots_mismatch, upgrade), not_owner (77) for the others. `owner` is the
+// requester, named in the message when there is one.
+Error refusal_error(Operation operation, const Refused& refused,
+                    const std::optional<lock::OwnerId>& owner);
+
 // How long a wait-queue entry lives unless refreshed: one TTL, capped so that
 // a waiter that dies stops blocking others soon. Waiters refresh their entry
 // (by another attempt) at least every quarter of this.
@@ -133,7 +176,8 @@ class Store {
   // request is blocked and `queue` is true, the owner is entered in (or kept
   // in) the wait queue, so later conflicting requests cannot overtake it; the
   // entry lives one TTL unless refreshed by another attempt. Expired leases in
-  // the way are removed and recorded as expired.
+  // the way are removed and recorded as expired. Throws the refusal_error of
+  // slots_mismatch or upgrade for a request the lock model refuses.
   virtual Attempt try_acquire(const LockRequest& request, bool queue) = 0;
 
   // Removes this request's wait-queue entries (after a timeout or interrupt).
@@ -143,15 +187,15 @@ class Store {
   // expiry), or until `until`, whichever is first. May return early.
   virtual void wait_for_change(std::chrono::steady_clock::time_point until) = 0;
 
-  // Extends the owner's leases to now + ttl, keeping their tokens. Throws
-  // not_owner (77) if any is gone, expired or carries another token; nothing
-  // is extended then.
+  // Extends the owner's leases to now + ttl, keeping their tokens. Throws the
+  // refusal_error of the first resource that is gone, expired or carries
+  // another token (recorded as lost); nothing is extended then.
   virtual void renew(const RenewRequest& request) = 0;
 
   // Undoes one re-entry of each resource, removing the lease at depth zero.
-  // Throws not_owner (77) if the owner holds none of them (or, forced, if
-  // nobody does). A lease found expired is removed, recorded as expired, and
-  // reported as not_owner.
+  // Throws the refusal_error of the first resource this owner does not hold
+  // (or, forced, that nobody holds), after releasing the others. A lease found
+  // expired is removed, recorded as expired, and refused as `expired`.
   virtual std::vector<Released> release(const ReleaseRequest& request) = 0;
 
   virtual Snapshot status(const StatusQuery& query) = 0;

@@ -56,8 +56,8 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
     if (attempt.outcome == Outcome::granted)
       return {std::move(attempt.grants), attempt_start};
     if (attempt.outcome == Outcome::deadlock) {
-      throw Error(ExitCode::deadlock,
-                  "deadlock: " + attempt.cycle + "; not waiting, so the other side can proceed");
+      throw Error(ExitCode::deadlock, "deadlock: " + describe(attempt.cycle) +
+                                          "; not waiting, so the other side can proceed");
     }
     auto now = steady_clock::now();
     auto waited = duration_cast<milliseconds>(now - start);

@@ -211,21 +211,17 @@ LANGUAGE sql STABLE AS $$
     AND NOT (w.slots > 0 AND e.slots > 0 AND w.resource = e.resource)
 $$;
 
-CREATE OR REPLACE FUNCTION @schema@.describe_owner(p_owner uuid, p_host text) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT 'owner ' || p_owner || CASE WHEN coalesce(p_host, '') = '' THEN ''
-                                     ELSE ' (' || p_host || ')' END
-$$;
-
 -- Breadth-first search along waits_for from the owners in our way. Reaching
--- the requesting owner closes a cycle: returns it as
--- "owner A (host) -> x -> owner B (host) -> y -> owner A (host)", where each
--- arrow reads "waits for x, held or queued for by"; NULL if there is none.
--- Reads rows of other hierarchies without locking them: a cycle closed by two
--- requests at the same instant is found by the next attempt of either.
-CREATE OR REPLACE FUNCTION @schema@.find_cycle(p_owner uuid, p_host text, p_blockers uuid[],
+-- the requesting owner closes a cycle: returns it as links
+-- [{"owner", "host", "resource"}…], the requester first, where each owner
+-- waits for the resource, held or queued for by the next link's owner (the
+-- last one's by the requester): store::describe(Cycle) words it. NULL if
+-- there is none. Reads rows of other hierarchies without locking them: a
+-- cycle closed by two requests at the same instant is found by the next
+-- attempt of either.
+CREATE OR REPLACE FUNCTION @schema@.find_cycle_links(p_owner uuid, p_host text, p_blockers uuid[],
                                     p_blocked_on text[], p_hosts text[], p_now timestamptz)
-RETURNS text
+RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   v_nodes uuid[] := '{}';   -- owners reached, in order
@@ -236,7 +232,7 @@ DECLARE
   v_last integer;
   e record;
   i integer;
-  v_path text;
+  v_links jsonb;
 BEGIN
   FOR i IN 1 .. cardinality(p_blockers) LOOP
     IF p_blockers[i] = p_owner THEN
@@ -254,14 +250,19 @@ BEGIN
              ORDER BY from_owner, to_owner, resource
     LOOP
       IF e.to_owner = p_owner THEN
-        v_path := ' -> ' || e.resource || ' -> ' || @schema@.describe_owner(p_owner, p_host);
+        -- From the last link back to the requester's, along the parents.
         i := array_position(v_nodes, e.from_owner);
+        v_links := jsonb_build_array(jsonb_build_object(
+          'owner', v_nodes[i], 'host', coalesce(v_hosts[i], ''), 'resource', e.resource));
         WHILE i > 0 LOOP
-          v_path := ' -> ' || v_via[i] || ' -> ' || @schema@.describe_owner(v_nodes[i], v_hosts[i])
-                    || v_path;
+          v_links := jsonb_build_array(jsonb_build_object(
+            'owner', CASE WHEN v_parent[i] = 0 THEN p_owner ELSE v_nodes[v_parent[i]] END,
+            'host', coalesce(CASE WHEN v_parent[i] = 0 THEN p_host ELSE v_hosts[v_parent[i]] END,
+                             ''),
+            'resource', v_via[i])) || v_links;
           i := v_parent[i];
         END LOOP;
-        RETURN @schema@.describe_owner(p_owner, p_host) || v_path;
+        RETURN v_links;
       END IF;
       IF array_position(v_nodes, e.to_owner) IS NULL THEN
         v_nodes := v_nodes || e.to_owner; v_hosts := v_hosts || e.to_host;
@@ -310,8 +311,8 @@ END $$;
 -- One attempt at taking every resource of a request, all or none. Returns
 -- {"outcome": "granted", "grants": [{resource, token, depth}…]} (request
 -- order), {"outcome": "blocked", "leases": […], "waiters": […]} (who is in
--- the way), {"outcome": "deadlock", "cycle": "…"}, or, refused by the lock
--- model, {"outcome": "slots_mismatch" | "upgrade", "resource", "slots",
+-- the way), {"outcome": "deadlock", "cycle": [the links of
+-- find_cycle_links]}, or, refused by the lock model, {"outcome": "slots_mismatch" | "upgrade", "resource", "slots",
 -- "other_slots"}; each with "now", the server's clock in microseconds.
 -- p_ttl_ms = 0: the lease never expires. p_request_id: a fresh id per
 -- acquire; a retried call with the same id returns the grant it made.
@@ -369,7 +370,7 @@ DECLARE
   v_blocked_on text[] := '{}';
   v_hosts text[] := '{}';
   v_expired integer := 0;
-  v_cycle text;
+  v_cycle jsonb;
   v_grants jsonb := '[]';
   l @schema@.leases;
 BEGIN
@@ -516,7 +517,7 @@ BEGIN
     -- the enqueue that follows, until commit) take turns under one lock; the
     -- statements after it see every earlier searcher's committed entry.
     PERFORM pg_advisory_xact_lock(hashtextextended('@schema_name@' || E'\n' || 'deadlock search', 0));
-    v_cycle := @schema@.find_cycle(p_owner, p_host, v_blockers, v_blocked_on, v_hosts, v_now);
+    v_cycle := @schema@.find_cycle_links(p_owner, p_host, v_blockers, v_blocked_on, v_hosts, v_now);
   END IF;
   IF cardinality(v_blockers) > 0 THEN
     IF v_cycle IS NOT NULL THEN

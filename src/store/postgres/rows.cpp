@@ -96,12 +96,41 @@ lock::Waiter waiter_of(const json& row) {
           .since = instant_of(row.at("since"))};
 }
 
-std::vector<Refusal> refusals_of(const json& list) {
-  std::vector<Refusal> out;
+// The reasons of sql/postgres/functions/30_renew_release.sql and
+// 20_acquire.sql, as the Store's vocabulary.
+Refusal refusal_of(const std::string& reason) {
+  static constexpr std::pair<std::string_view, Refusal> k_reasons[] = {
+      {"gone", Refusal::gone},         {"expired", Refusal::expired},
+      {"token", Refusal::other_token}, {"other_owner", Refusal::other_owner},
+      {"not_held", Refusal::not_held}, {"slots_mismatch", Refusal::slots_mismatch},
+      {"upgrade", Refusal::upgrade},
+  };
+  for (const auto& [name, refusal] : k_reasons) {
+    if (name == reason)
+      return refusal;
+  }
+  throw Error(ExitCode::internal, "unknown refusal '" + reason + "' from PostgreSQL");
+}
+
+std::vector<Refused> refusals_of(const json& list) {
+  std::vector<Refused> out;
   for (const auto& item : list) {
-    out.emplace_back(text_of(item.at("resource")), text_of(item.at("reason")));
+    out.push_back({refusal_of(text_of(item.at("reason"))),
+                   lock::Resource::parse(text_of(item.at("resource")))});
   }
   return out;
+}
+
+// find_cycle_links() of 20_acquire.sql: [{owner, host, resource}…], the requester first.
+Cycle cycle_of(const json& links) {
+  Cycle cycle;
+  for (const auto& link : links) {
+    const auto& host = link.at("host");
+    cycle.push_back({lock::OwnerId::trusted(text_of(link.at("owner"))),
+                     host.is_null() ? std::string() : text_of(host),
+                     lock::Resource::parse(text_of(link.at("resource")))});
+  }
+  return cycle;
 }
 
 EventKind kind_of(const std::string& event) {
@@ -153,12 +182,12 @@ AcquireReply parse_acquire(const std::string& text) {
       out.next_expiry_in = next_expiry_in(reply);
     } else if (outcome == "deadlock") {
       out.attempt.outcome = Outcome::deadlock;
-      out.attempt.cycle = text_of(reply.at("cycle"));
+      out.attempt.cycle = cycle_of(reply.at("cycle"));
     } else if (outcome == "slots_mismatch" || outcome == "upgrade") {
-      out.refusal = outcome;
-      out.resource = text_of(reply.at("resource"));
-      out.slots = static_cast<int>(integer_of(reply.at("slots")));
-      out.other_slots = static_cast<int>(integer_of(reply.at("other_slots")));
+      out.refused =
+          Refused{refusal_of(outcome), lock::Resource::parse(text_of(reply.at("resource"))),
+                  static_cast<int>(integer_of(reply.at("slots"))),
+                  static_cast<int>(integer_of(reply.at("other_slots")))};
     } else {
       throw Error(ExitCode::internal, "unknown try_acquire outcome '" + outcome + "'");
     }
@@ -166,10 +195,10 @@ AcquireReply parse_acquire(const std::string& text) {
   });
 }
 
-std::vector<Refusal> parse_renew(const std::string& text) {
+std::vector<Refused> parse_renew(const std::string& text) {
   return reading(text, [](const json& reply) {
     if (text_of(reply.at("outcome")) == "renewed")
-      return std::vector<Refusal>{};
+      return std::vector<Refused>{};
     return refusals_of(reply.at("lost"));
   });
 }

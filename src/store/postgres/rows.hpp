@@ -6,36 +6,29 @@
 #include <chrono>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "store/store.hpp"
 
 namespace clk::store::postgres {
 
-// A resource and why an operation did not apply to it ("expired", …).
-using Refusal = std::pair<std::string, std::string>;
-
 // try_acquire(): the attempt, or the lock model's refusal.
 struct AcquireReply {
   Attempt attempt;
-  std::string refusal;  // "slots_mismatch" or "upgrade"; empty when there is none
-  std::string resource;
-  int slots = 0;        // the request's
-  int other_slots = 0;  // the holders' or waiters' (slots_mismatch)
+  std::optional<Refused> refused;  // slots_mismatch or upgrade
   // blocked: how long, on the server's clock, until the first lease or queue
   // entry in the way expires (none: nothing in the way ever expires).
   std::optional<std::chrono::microseconds> next_expiry_in;
 };
 AcquireReply parse_acquire(const std::string& json);
 
-// renew(): empty when renewed, else the resources lost ("gone", "expired", "token").
-std::vector<Refusal> parse_renew(const std::string& json);
+// renew(): empty when renewed, else the resources lost (gone, expired, other_token).
+std::vector<Refused> parse_renew(const std::string& json);
 
 // release() and force_release().
 struct ReleaseReply {
   std::vector<Released> released;
-  std::vector<Refusal> refused;  // release(): "expired", "other_owner", "not_held"
+  std::vector<Refused> refused;  // release(): expired, other_owner, not_held
 };
 ReleaseReply parse_release(const std::string& json);
 

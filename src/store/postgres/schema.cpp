@@ -16,9 +16,12 @@ constexpr std::size_t k_max_schema_length = 55;
 // Functions an older schema may have that the current functions do not
 // define: dropped before the functions are applied. status() was replaced by
 // status_rows() and nothing calls it; the general paths of try_acquire() and
-// release() are now the ends of those functions.
+// release() are now the ends of those functions; find_cycle() returned the
+// cycle as text, find_cycle_links() returns its links for the store to word.
 constexpr std::string_view k_dropped_functions[] = {
     "status(text, text, boolean)",
+    "find_cycle(uuid, text, uuid[], text[], text[], timestamptz)",
+    "describe_owner(uuid, text)",
     "try_acquire_general(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
     "bigint, text, text, timestamptz)",
     "release_general(text, text[], uuid)",

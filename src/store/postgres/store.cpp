@@ -50,39 +50,6 @@ std::string boolean(bool value) {
   return value ? "true" : "false";
 }
 
-std::string slots_message(const pg::AcquireReply& reply) {
-  const std::string theirs = std::to_string(reply.other_slots);
-  const std::string ours = std::to_string(reply.slots);
-  if (reply.other_slots == 0) {
-    return reply.resource + " is held or awaited as a plain lock, but this request says --slots " +
-           ours + "; drop --slots or use another resource";
-  }
-  if (reply.slots == 0) {
-    return reply.resource + " is a semaphore of " + theirs + " slots: add --slots " + theirs;
-  }
-  return reply.resource + " is a semaphore of " + theirs +
-         " slots, but this request says --slots " + ours + "; use the same number";
-}
-
-std::string lost_message(const pg::Refusal& lost) {
-  const auto& [resource, reason] = lost;
-  std::string why = reason == "expired" ? "expired before this renewal"
-                    : reason == "token" ? "was lost and is now held under another token"
-                                        : "is gone (released, expired, or released by force)";
-  return "the lease on " + resource + " " + why + "; it cannot be renewed";
-}
-
-std::string refusal_message(const pg::Refusal& refused, const std::string& owner) {
-  const auto& [resource, reason] = refused;
-  if (reason == "expired") {
-    return "the lease on " + resource +
-           " had expired before this release; another owner may have held it since";
-  }
-  if (reason == "other_owner")
-    return resource + " is held by another owner, not by " + owner;
-  return "owner " + owner + " does not hold " + resource;
-}
-
 }  // namespace
 
 class PostgresStore::Impl {
@@ -220,12 +187,8 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
       next_expiry = steady_clock::now() + *reply.next_expiry_in + milliseconds(20);
     m_impl->blocked_until(next_expiry, request.owner.str());
   }
-  if (reply.refusal == "slots_mismatch")
-    throw Error(ExitCode::usage, slots_message(reply));
-  if (reply.refusal == "upgrade") {
-    throw Error(ExitCode::usage, "this owner holds " + reply.resource +
-                                     " shared and cannot re-enter it exclusive; release it first");
-  }
+  if (reply.refused)
+    throw refusal_error(Operation::acquire, *reply.refused, request.owner);
   return std::move(reply.attempt);
 }
 
@@ -249,11 +212,11 @@ void PostgresStore::renew(const RenewRequest& request) {
                     bigint_array(request.tokens), std::to_string(request.ttl.count())},
                    pg::Retry::if_broken));
   if (!lost.empty())
-    throw Error(ExitCode::not_owner, lost_message(lost.front()));
+    throw refusal_error(Operation::renew, lost.front(), request.owner);
 }
 
 std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
-  std::vector<std::string> failures;
+  std::vector<Refused> failures;
   pg::ReleaseReply reply;
   if (request.force) {
     reply = pg::parse_release(m_impl->call(
@@ -262,7 +225,7 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
     std::erase_if(reply.released, [&](const Released& released) {
       if (released.holders_removed > 0)
         return false;
-      failures.push_back("nobody holds " + released.resource.str());
+      failures.push_back({Refusal::nobody_holds, released.resource});
       return true;
     });
   } else {
@@ -272,12 +235,10 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
     reply = pg::parse_release(m_impl->call(
         "release", "release", "$1, $2::text[], $3::uuid",
         {request.ns, text_array(request.resources), request.owner->str()}, pg::Retry::never));
-    for (const auto& refused : reply.refused) {
-      failures.push_back(refusal_message(refused, request.owner->str()));
-    }
+    failures = std::move(reply.refused);
   }
   if (!failures.empty())
-    throw Error(ExitCode::not_owner, failures.front());
+    throw refusal_error(Operation::release, failures.front(), request.owner);
   return std::move(reply.released);
 }
 

@@ -95,10 +95,11 @@ class SqliteStore final : public Store {
   Grant grant(const LockRequest& request, const lock::Resource& resource, std::int64_t now);
   Grant reenter(const LockRequest& request, const LeaseRow& held, std::int64_t now);
   bool may_close_cycle(const LockRequest& request, std::int64_t now);
-  std::optional<std::string> find_cycle(const LockRequest& request,
-                                        const std::vector<lock::Lease>& blocking_leases,
-                                        const std::vector<lock::Waiter>& blocking_waiters,
-                                        std::int64_t now);
+  std::optional<Cycle> find_cycle(const LockRequest& request,
+                                  const std::vector<lock::Lease>& blocking_leases,
+                                  const std::vector<lock::Waiter>& blocking_waiters,
+                                  std::int64_t now);
+  bool held_by_others(const std::string& ns, const lock::Resource& resource, std::int64_t now);
   std::optional<std::int64_t> expiry(milliseconds ttl, std::int64_t now) const {
     return ttl.count() == 0 ? std::nullopt : std::optional(now + ttl.count());
   }
@@ -371,16 +372,12 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     lock::Claim claim{request.ns, resource, request.owner, request.mode, request.slots};
     auto decision = lock::decide(claim, live, earlier);
     if (decision.verdict == lock::Verdict::slots_mismatch) {
-      throw Error(ExitCode::usage, resource.str() + " is held as a semaphore of " +
-                                       std::to_string(decision.other_slots) +
-                                       " slots, but this request says --slots " +
-                                       std::to_string(request.slots) + "; use the same number");
+      throw refusal_error(Operation::acquire,
+                          {Refusal::slots_mismatch, resource, request.slots, decision.other_slots},
+                          request.owner);
     }
-    if (decision.verdict == lock::Verdict::upgrade) {
-      throw Error(ExitCode::usage,
-                  "this owner holds " + resource.str() +
-                      " shared and cannot re-enter it exclusive; release it first");
-    }
+    if (decision.verdict == lock::Verdict::upgrade)
+      throw refusal_error(Operation::acquire, {Refusal::upgrade, resource}, request.owner);
     for (auto& lease : decision.blocking_leases)
       attempt.blocking_leases.push_back(lease);
     for (auto& waiter : decision.blocking_waiters)
@@ -433,25 +430,27 @@ bool SqliteStore::may_close_cycle(const LockRequest& request, std::int64_t now) 
 }
 
 // Follows "waits for" edges from the owners in our way: an owner waiting (in
-// the queue) for a resource that a conflicting lease of ours or of an owner
-// further along the chain holds. Reaching ourselves closes a cycle.
-std::optional<std::string> SqliteStore::find_cycle(
-    const LockRequest& request, const std::vector<lock::Lease>& blocking_leases,
-    const std::vector<lock::Waiter>& blocking_waiters, std::int64_t now) {
+// the queue) for a resource that a conflicting lease, or a conflicting queue
+// entry ahead of it, of ours or of an owner further along the chain holds
+// (the edges of waits_for() in sql/postgres/functions/20_acquire.sql).
+// Reaching ourselves closes a cycle.
+std::optional<Cycle> SqliteStore::find_cycle(const LockRequest& request,
+                                             const std::vector<lock::Lease>& blocking_leases,
+                                             const std::vector<lock::Waiter>& blocking_waiters,
+                                             std::int64_t now) {
   struct Step {
     lock::OwnerId owner;
-    std::string description;  // how we reached this owner
+    std::string host;
+    Cycle path;  // the links that lead to this owner, the requester's first
+  };
+  auto first_link = [&](const lock::Resource& resource) {
+    return Cycle{{request.owner, request.info.host, resource}};
   };
   std::vector<Step> frontier;
-  for (const auto& lease : blocking_leases) {
-    frontier.push_back({lease.owner, "you wait for " + lease.resource.str() + ", held by " +
-                                         lease.owner.str() + " (" + lease.info.host + " pid " +
-                                         std::to_string(lease.info.pid) + ")"});
-  }
-  for (const auto& waiter : blocking_waiters) {
-    frontier.push_back(
-        {waiter.owner, "you queue behind " + waiter.owner.str() + " for " + waiter.resource.str()});
-  }
+  for (const auto& lease : blocking_leases)
+    frontier.push_back({lease.owner, lease.info.host, first_link(lease.resource)});
+  for (const auto& waiter : blocking_waiters)
+    frontier.push_back({waiter.owner, waiter.info.host, first_link(waiter.resource)});
   std::set<lock::OwnerId> visited;
   constexpr std::size_t k_max_owners = 256;
   while (!frontier.empty() && visited.size() < k_max_owners) {
@@ -466,19 +465,45 @@ std::optional<std::string> SqliteStore::find_cycle(
     while (stmt.step())
       waits.push_back(sqlite::read_waiter(stmt).waiter);
     for (const auto& wait : waits) {
+      struct Edge {
+        lock::OwnerId owner;
+        std::string host;
+      };
+      std::vector<Edge> edges;
       for (auto& row : related_leases(wait.ns, wait.resource)) {
         const auto& lease = row.lease;
         bool live = !lease.expires_at || sqlite::ms_of(*lease.expires_at) > now;
-        if (!live || !lock::conflicts(lock::claim_of(wait), lock::claim_of(lease)))
-          continue;
-        std::string path = step.description + ", which waits for " + wait.resource.str();
-        if (lease.owner == request.owner)
-          return path + ", which you hold";
-        frontier.push_back({lease.owner, path + ", held by " + lease.owner.str()});
+        if (live && lock::conflicts(lock::claim_of(wait), lock::claim_of(lease)))
+          edges.push_back({lease.owner, lease.info.host});
+      }
+      for (auto& row : related_waiters(wait.ns, wait.resource, now)) {
+        const auto& ahead = row.waiter;
+        if (ahead.position < wait.position &&
+            lock::conflicts(lock::claim_of(wait), lock::claim_of(ahead)))
+          edges.push_back({ahead.owner, ahead.info.host});
+      }
+      for (auto& edge : edges) {
+        Cycle path = step.path;
+        path.push_back({step.owner, step.host, wait.resource});
+        if (edge.owner == request.owner)
+          return path;
+        frontier.push_back({edge.owner, edge.host, std::move(path)});
       }
     }
   }
   return std::nullopt;
+}
+
+// Whether another owner holds a live lease on exactly this resource: what a
+// release by the wrong owner id finds (refused as other_owner, not not_held).
+bool SqliteStore::held_by_others(const std::string& ns, const lock::Resource& resource,
+                                 std::int64_t now) {
+  auto stmt = m_db.prepare(
+      "SELECT EXISTS (SELECT 1 FROM leases WHERE namespace = ?1 AND resource = ?2"
+      "                 AND (expires_at IS NULL OR expires_at > ?3))");
+  stmt.bind(1, ns).bind(2, resource.str()).bind(3, now);
+  stmt.step();
+  return stmt.integer(0) != 0;
 }
 
 void SqliteStore::leave_queue(const LockRequest& request) {
@@ -506,7 +531,7 @@ void SqliteStore::wait_for_change(steady_clock::time_point until) {
 void SqliteStore::renew(const RenewRequest& request) {
   WriteTransaction tx(m_db);
   auto now = now_ms();
-  std::vector<std::string> lost;
+  std::vector<Refused> lost;
   auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
                            " FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
   for (std::size_t i = 0; i < request.resources.size(); ++i) {
@@ -520,27 +545,28 @@ void SqliteStore::renew(const RenewRequest& request) {
     bool live = row && (!row->lease.expires_at || sqlite::ms_of(*row->lease.expires_at) > now);
     if (row && live && token_ok)
       continue;
-    lost.push_back(resource.str());
     std::optional<lock::Token> token;
     if (!request.tokens.empty())
       token = request.tokens[i];
     if (!row) {
+      lost.push_back({Refusal::gone, resource});
       record_lost_gone(request.ns, resource, request.owner, token, now);
     } else if (!token_ok) {
       // Held under another token: recorded with the token the renewer had.
+      lost.push_back({Refusal::other_token, resource});
       lock::Lease lease = row->lease;
       lease.token = *token;
       record(EventKind::lost, lease, now, std::nullopt);
     } else {
+      lost.push_back({Refusal::expired, resource});
       remove_lease(row->lease);
-      record(EventKind::lost, row->lease, now, now - sqlite::ms_of(row->lease.acquired_at));
+      auto expires_at = sqlite::ms_of(*row->lease.expires_at);
+      record(EventKind::lost, row->lease, now, expires_at - sqlite::ms_of(row->lease.acquired_at));
     }
   }
   if (!lost.empty()) {
     tx.commit();  // keep the record of what was lost
-    throw Error(ExitCode::not_owner, "the lease on " + lost.front() +
-                                         " was lost (expired, released by force or held "
-                                         "by another owner); it cannot be renewed");
+    throw refusal_error(Operation::renew, lost.front(), request.owner);
   }
   auto update = m_db.prepare(
       "UPDATE leases SET renewed_at = ?4, expires_at = ?5"
@@ -561,7 +587,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   WriteTransaction tx(m_db);
   auto now = now_ms();
   std::vector<Released> released;
-  std::vector<std::string> failures;
+  std::vector<Refused> failures;
   for (const auto& resource : request.resources) {
     auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
                              " FROM leases WHERE namespace = ?1 AND resource = ?2"
@@ -576,8 +602,10 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
     while (find.step())
       rows.push_back(sqlite::read_lease(find));
     if (rows.empty()) {
-      failures.push_back(request.force ? "nobody holds " + resource.str()
-                                       : "this owner does not hold " + resource.str());
+      failures.push_back({request.force                               ? Refusal::nobody_holds
+                          : held_by_others(request.ns, resource, now) ? Refusal::other_owner
+                                                                      : Refusal::not_held,
+                          resource});
       continue;
     }
     Released result{resource, 0, 0};
@@ -594,8 +622,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
         remove_lease(lease);
         record(EventKind::expired, lease, sqlite::ms_of(*lease.expires_at),
                sqlite::ms_of(*lease.expires_at) - sqlite::ms_of(lease.acquired_at));
-        failures.push_back("the lease on " + resource.str() +
-                           " had expired before this release; another owner may have held it");
+        failures.push_back({Refusal::expired, resource});
       } else if (lease.depth > 1) {
         auto stmt = m_db.prepare(
             "UPDATE leases SET depth = depth - 1"
@@ -612,7 +639,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   }
   tx.commit();
   if (!failures.empty())
-    throw Error(ExitCode::not_owner, failures.front());
+    throw refusal_error(Operation::release, failures.front(), request.owner);
   return released;
 }
 
