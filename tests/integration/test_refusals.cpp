@@ -15,6 +15,8 @@ namespace {
 
 const std::string k_owner_a = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
 const std::string k_owner_b = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
+const std::string k_owner_c = "cccccccc-cccc-4ccc-8ccc-cccccccccccc";
+const std::string k_owner_d = "dddddddd-dddd-4ddd-8ddd-dddddddddddd";
 
 // The one line of stderr, which must say `expected` after "clock: …: ".
 void check_says(const Result& result, int status, const std::string& expected) {
@@ -96,5 +98,33 @@ TEST_SUITE("refusals") {
 
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", k_owner_a}), 0);
     CHECK_EXIT(queued->wait(30s), 0);
+  }
+
+  // A waits for y, held by B; B is queued for z behind C; C waits for x, which
+  // A holds. The edge from B to C is a queue entry ahead, not a lease (D holds
+  // z): both backends follow it.
+  TEST_CASE("a cycle through a queue entry ahead is a deadlock too") {
+    TestEnv env;
+    env.acquire({"-r", "x", "--owner", k_owner_a});
+    env.acquire({"-r", "y", "--owner", k_owner_b});
+    env.acquire({"-r", "z", "--owner", k_owner_d});
+    auto waiting_c = env.spawn(
+        env.clock_command({"acquire", "-r", "z", "-r", "x", "-w", "60s", "--owner", k_owner_c}));
+    REQUIRE(await([&] { return env.status()["waiters"].size() == 2; }, 30s, 20ms));
+    auto waiting_b =
+        env.spawn(env.clock_command({"acquire", "-r", "z", "-w", "60s", "--owner", k_owner_b}));
+    REQUIRE(await([&] { return env.status()["waiters"].size() == 3; }, 30s, 20ms));
+
+    const std::string host = host_name();
+    check_says(env.clock({"acquire", "-r", "y", "-w", "30s", "--owner", k_owner_a}), 76,
+               "deadlock: owner " + k_owner_a + " (" + host + ") -> y -> owner " + k_owner_b +
+                   " (" + host + ") -> z -> owner " + k_owner_c + " (" + host + ") -> x -> owner " +
+                   k_owner_a + " (" + host + "); not waiting, so the other side can proceed");
+
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", k_owner_a}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "z", "--owner", k_owner_d}), 0);
+    CHECK_EXIT(waiting_c->wait(30s), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "z", "-r", "x", "--owner", k_owner_c}), 0);
+    CHECK_EXIT(waiting_b->wait(30s), 0);
   }
 }
