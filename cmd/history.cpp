@@ -1,4 +1,5 @@
-// clock history: past grants, releases, expiries, forced releases and lost leases.
+// clock history: past grants, releases, expiries, forced releases, lost leases
+// and the runs that did not happen.
 #include "cmd/commands.hpp"
 
 namespace clk::cmd {
@@ -8,6 +9,7 @@ Action register_history(CLI::App& app) {
     std::optional<std::string> prefix;
     int limit = 50;
     std::string format = "table";
+    std::optional<std::string> event;
   };
   auto options = std::make_shared<Options>();
   auto* command = app.add_subcommand("history", "Show past grants and releases, newest first");
@@ -15,9 +17,18 @@ Action register_history(CLI::App& app) {
   command->add_option("--limit", options->limit, "At most N events (default 50)")
       ->check(CLI::Range(1, 1'000'000));
   command->add_option("--format", options->format, "table or json");
+  std::vector<std::string> kinds;
+  for (auto kind : store::k_event_kinds)
+    kinds.emplace_back(store::to_string(kind));
+  command
+      ->add_option("--event", options->event,
+                   "Only events of this kind: acquired, released, expired, forced, lost, or a run "
+                   "that did not happen: skipped, timed_out, killed")
+      ->check(CLI::IsMember(kinds));
   command->footer(
       "JSON Schema of --format json: /usr/share/doc/clock/schema/history.schema.json\n"
-      "Example:\n  clock history bootstrap --limit 20");
+      "Examples:\n  clock history bootstrap --limit 20\n"
+      "  clock history --event skipped   # cron runs refused because the job was busy");
   return [options](Context& context) {
     auto format = format_flag(options->format, {output::Format::table, output::Format::json});
     store::HistoryQuery query;
@@ -26,6 +37,8 @@ Action register_history(CLI::App& app) {
     if (options->prefix)
       query.prefix = lock::Resource::parse(*options->prefix);
     query.limit = options->limit;
+    if (options->event)
+      query.event = store::event_kind_of(*options->event);
     print(output::render_history(context.open_store()->history(query), format));
     return 0;
   };

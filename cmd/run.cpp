@@ -124,6 +124,7 @@ Action register_run(CLI::App& app) {
       throw Error(ExitCode::usage, "clock run needs a command: clock run -r NAME -- COMMAND");
     }
     auto plan = plan_lock(context, options->lock, owner_info_for_run(options->command));
+    plan.request.record_refusal = true;  // a run that does not happen is history
     run::RunOptions run;
     run.argv = options->command;
     run.lease_name = lock::join(plan.request.resources, ",");

@@ -13,6 +13,7 @@
 --
 -- clock_app       what `clock run`, `acquire`, `renew`, `release`, `status`
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
+--                 record_missed_run (a run that timed out or was killed),
 --                 renew, release (of the caller's own leases: the function
 --                 only ever removes the lease of the owner id it is given),
 --                 status_rows and history, and SELECT on schema_migrations (the
@@ -60,12 +61,14 @@ GRANT USAGE ON SCHEMA :"schema" TO clock_app;
 GRANT SELECT ON :"schema".schema_migrations TO clock_app;
 GRANT EXECUTE ON FUNCTION
   :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
-                        bigint, text, text, timestamptz),
+                        bigint, text, text, timestamptz, boolean),
   :"schema".leave_queue(text, text[], uuid, text),
+  :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
+                              jsonb),
   :"schema".renew(text, text[], uuid, bigint[], bigint),
   :"schema".release(text, text[], uuid),
   :"schema".status_rows(text, text, boolean),
-  :"schema".history(text, text, integer)
+  :"schema".history(text, text, integer, text)
 TO clock_app;
 
 GRANT EXECUTE ON FUNCTION

@@ -308,6 +308,12 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
       item.update(owner_json(event.info));
       item["held_for_ms"] = event.held_for ? json(event.held_for->count()) : json(nullptr);
       item["by"] = event.by.empty() ? json(nullptr) : json(event.by);
+      item["in_the_way"] = json(nullptr);
+      if (const auto& way = event.in_the_way) {
+        item["in_the_way"] = {{"owner", way->owner.str()},
+                              {"host", way->host},
+                              {"token", way->token ? json(*way->token) : json(nullptr)}};
+      }
       list.push_back(item);
     }
     return json{{"events", list}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -319,6 +325,10 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
     std::string what(store::to_string(event.kind));
     if (!event.by.empty())
       what += " by " + escape_for_terminal(event.by);
+    if (const auto& way = event.in_the_way) {
+      what += " (held by " + escape_for_terminal(way->host);
+      what += way->token ? ", token " + std::to_string(*way->token) + ")" : ", queued)";
+    }
     rows.push_back({iso8601(event.at), what, resource_cell(event.ns, event.resource),
                     escape_for_terminal(event.info.host), std::to_string(event.info.pid),
                     std::to_string(event.token),

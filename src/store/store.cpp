@@ -1,4 +1,4 @@
-// Names of history events.
+// Names of history events, and who was in the way of a run that did not happen.
 #include "store/store.hpp"
 
 #include <algorithm>
@@ -25,8 +25,41 @@ std::string_view to_string(EventKind kind) {
       return "forced";
     case EventKind::lost:
       return "lost";
+    case EventKind::skipped:
+      return "skipped";
+    case EventKind::timed_out:
+      return "timed_out";
+    case EventKind::killed:
+      return "killed";
   }
   return "unknown";
+}
+
+std::optional<EventKind> event_kind_of(std::string_view name) {
+  for (auto kind : k_event_kinds) {
+    if (to_string(kind) == name)
+      return kind;
+  }
+  return std::nullopt;
+}
+
+// The lease with the smallest token, else the earliest queue entry: the
+// same choice as first_in_the_way() of sql/postgres/functions/10_util.sql,
+// whatever order a store lists them in.
+std::optional<InTheWay> in_the_way(const Attempt& blocked) {
+  const auto& leases = blocked.blocking_leases;
+  if (!leases.empty()) {
+    const auto& lease = *std::min_element(leases.begin(), leases.end(),
+                                          [](auto& a, auto& b) { return a.token < b.token; });
+    return InTheWay{lease.owner, lease.info.host, lease.token};
+  }
+  const auto& waiters = blocked.blocking_waiters;
+  if (!waiters.empty()) {
+    const auto& waiter = *std::min_element(
+        waiters.begin(), waiters.end(), [](auto& a, auto& b) { return a.position < b.position; });
+    return InTheWay{waiter.owner, waiter.info.host, std::nullopt};
+  }
+  return std::nullopt;
 }
 
 }  // namespace clk::store

@@ -33,6 +33,10 @@ struct LockRequest {
   // A fresh id per `clock acquire` call, so that an attempt retried after a
   // dropped connection takes effect once (no second re-entry, no new token).
   std::string request_id;
+  // A run that does not happen is history (clock run): a blocked attempt
+  // that does not queue (-n) records `skipped`, with who was in the way, in
+  // the same transaction.
+  bool record_refusal = false;
 };
 
 struct Grant {
@@ -100,12 +104,29 @@ struct Snapshot {
   std::vector<bool> holder_expired;   // per holder, true for an expired lease (with --all)
 };
 
-enum class EventKind { acquired, released, expired, forced, lost };
+// The end of a lease (released, expired, forced, lost), its start
+// (acquired), or a run that did not happen: skipped (refused under -n),
+// timed_out (gave up after -w), killed (stopped at its runtime limit).
+enum class EventKind { acquired, released, expired, forced, lost, skipped, timed_out, killed };
 std::string_view to_string(EventKind kind);
+std::optional<EventKind> event_kind_of(std::string_view name);
+inline constexpr EventKind k_event_kinds[] = {
+    EventKind::acquired, EventKind::released, EventKind::expired,   EventKind::forced,
+    EventKind::lost,     EventKind::skipped,  EventKind::timed_out, EventKind::killed};
+
+// Who held or awaited the lock when a run did not happen.
+struct InTheWay {
+  lock::OwnerId owner;
+  std::string host;
+  std::optional<lock::Token> token;  // none for a queue entry
+};
+// The first lease, else the first queue entry, in the way of a blocked attempt.
+std::optional<InTheWay> in_the_way(const Attempt& blocked);
 
 struct HistoryQuery {
   std::optional<std::string> ns;
   std::optional<lock::Resource> prefix;
+  std::optional<EventKind> event;  // none: every kind
   int limit = 50;
 };
 
@@ -121,6 +142,7 @@ struct HistoryEvent {
   lock::Token token = 0;
   std::optional<milliseconds> held_for;  // for the end of a lease
   std::string by;                        // forced: "user@host" of who forced it
+  std::optional<InTheWay> in_the_way;    // skipped, timed_out
 };
 
 struct GcOptions {
@@ -182,6 +204,11 @@ class Store {
 
   // Removes this request's wait-queue entries (after a timeout or interrupt).
   virtual void leave_queue(const LockRequest& request) = 0;
+
+  // Records a run that did not happen (timed_out, killed) for each resource
+  // of the request, with who was in the way when there was someone.
+  virtual void record_missed_run(const LockRequest& request, EventKind kind,
+                                 const std::optional<InTheWay>& in_the_way) = 0;
 
   // Blocks until something that may unblock a waiter happens (a release, an
   // expiry), or until `until`, whichever is first. May return early.

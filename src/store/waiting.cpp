@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "error.hpp"
 #include "util/duration.hpp"
 
@@ -34,6 +36,20 @@ std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
   return "another transaction holds locks under the same top-level name";
 }
 
+namespace {
+
+// The record of a run that gave up waiting. Failing to write it changes
+// nothing for the caller, who was not acquired either way (75): a warning.
+void record_timed_out(Store& store, const LockRequest& request, const Attempt& attempt) {
+  try {
+    store.record_missed_run(request, EventKind::timed_out, in_the_way(attempt));
+  } catch (const Error& error) {
+    spdlog::warn("could not record the timed-out run in history: {}", error.what());
+  }
+}
+
+}  // namespace
+
 Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& policy,
                  WaitObserver* observer, const std::function<bool()>& interrupted) {
   const auto start = steady_clock::now();
@@ -62,8 +78,11 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
     auto now = steady_clock::now();
     auto waited = duration_cast<milliseconds>(now - start);
     if (now >= deadline) {
-      if (queue)
+      if (queue) {
         store.leave_queue(request);
+        if (request.record_refusal)
+          record_timed_out(store, request, attempt);
+      }
       auto blocker = describe_blockers(attempt, system_clock::now());
       throw Error(ExitCode::not_acquired, policy.nonblock
                                               ? "not acquired: " + blocker

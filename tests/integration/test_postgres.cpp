@@ -36,7 +36,14 @@ std::string acquire_call_sql(const std::string& function, const std::string& res
                              const std::string& command) {
   return "SELECT clock." + function + "('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
          "'::uuid, 60000, '" + request + "', " + (queue ? "true" : "false") +
-         ", 'psql-host', '', 4242, 'tester', '" + command + "', now())";
+         ", 'psql-host', '', 4242, 'tester', '" + command + "', now(), false)";
+}
+
+// The same call as the schema of 9784984 took it (no p_record_refusal).
+std::string legacy_try_acquire_sql(const std::string& resource, const std::string& owner) {
+  std::string call =
+      acquire_call_sql("try_acquire", resource, owner, "psql-" + owner, false, "psql transaction");
+  return call.substr(0, call.size() - std::string(", false)").size()) + ")";
 }
 
 // `SELECT clock.try_acquire(…)` of one exclusive lock on `resource` for
@@ -187,9 +194,17 @@ TEST_SUITE("postgres") {
     const std::string owner = random_uuid();
     pg::PsqlSession psql(env, env.url());
     psql.execute("\\i " + std::string(CLOCK_TEST_HELPERS_DIR) + "/postgres_schema_9784984.sql");
-    long long token = granted_token(psql.execute(try_acquire_sql("legacy.job", owner)));
+    long long token = granted_token(psql.execute(legacy_try_acquire_sql("legacy.job", owner)));
     CHECK(psql.execute("SELECT to_regprocedure('clock.status(text, text, boolean)') IS NOT NULL") ==
           "t");
+    // A least-privilege role as the roles.sql of that time left it.
+    const std::string role = "clock_upgrade_" + owner.substr(0, 8);
+    psql.execute("CREATE ROLE " + role + " NOLOGIN");
+    psql.execute(
+        "GRANT EXECUTE ON FUNCTION clock.try_acquire(text, text[], text, integer, uuid, "
+        "bigint, text, boolean, text, text, bigint, text, text, timestamptz), "
+        "clock.history(text, text, integer) TO " +
+        role);
 
     auto holders = env.holders_of("legacy.job");  // the first use re-applies the functions
     REQUIRE(holders.size() == 1);
@@ -200,6 +215,21 @@ TEST_SUITE("postgres") {
           "0");
     CHECK(psql.execute("SELECT obj_description('clock'::regnamespace, 'pg_namespace') LIKE "
                        "'clock functions sha256:%'") == "t");
+    // Functions whose signature changed keep their grantees (schema.cpp).
+    for (const char* successor :
+         {"clock.try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
+          "bigint, text, text, timestamptz, boolean)",
+          "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
+          "jsonb)",
+          "clock.history(text, text, integer, text)"}) {
+      INFO(successor);
+      CHECK(psql.execute("SELECT has_function_privilege('" + role + "', '" + successor +
+                         "', 'EXECUTE')") == "t");
+    }
+    CHECK(psql.execute("SELECT has_function_privilege('" + role +
+                       "', 'clock.gc_batch(integer, bigint, boolean)', 'EXECUTE')") == "f");
+    psql.execute("DROP OWNED BY " + role);
+    psql.execute("DROP ROLE " + role);
 
     CHECK_EXIT(env.clock({"release", "-r", "legacy.job", "--owner", owner}), 0);
     CHECK(env.holders_of("legacy.job").empty());

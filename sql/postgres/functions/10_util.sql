@@ -120,6 +120,40 @@ AS $$
           l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by)
 $$;
 
+-- Who was in the way of a blocked attempt, for the record of a run that did
+-- not happen: the lease with the smallest token, else the earliest queue
+-- entry (store::in_the_way); NULL when neither list has one.
+CREATE OR REPLACE FUNCTION @schema@.first_in_the_way(p_leases jsonb, p_waiters jsonb)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+  SELECT coalesce(
+    (SELECT jsonb_build_object('owner', x -> 'owner', 'host', x -> 'host', 'token', x -> 'token')
+     FROM jsonb_array_elements(p_leases) AS x ORDER BY (x ->> 'token')::bigint LIMIT 1),
+    (SELECT jsonb_build_object('owner', x -> 'owner', 'host', x -> 'host', 'token', NULL)
+     FROM jsonb_array_elements(p_waiters) AS x ORDER BY (x ->> 'position')::bigint LIMIT 1))
+$$;
+
+-- One history record per resource of a run that did not happen (skipped,
+-- timed_out, killed): the requester's facts, no token (none was drawn), and
+-- who was in the way (first_in_the_way), if anyone.
+CREATE OR REPLACE FUNCTION @schema@.record_missed(
+  p_event text, p_at timestamptz, p_namespace text, p_resources text[], p_owner uuid,
+  p_mode text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text,
+  p_in_the_way jsonb)
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, host, ip, pid,
+                                user_name, command, in_the_way_owner, in_the_way_host,
+                                in_the_way_token)
+  SELECT p_at, p_event, p_namespace, r, p_owner, p_mode, coalesce(p_host, ''),
+         coalesce(p_ip, ''), coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''),
+         (p_in_the_way ->> 'owner')::uuid, p_in_the_way ->> 'host',
+         (p_in_the_way ->> 'token')::bigint
+  FROM unnest(p_resources) AS r
+$$;
+
 -- Makes the current transaction's commit wait for its WAL to be flushed
 -- (see Durability above); lasts until the end of the transaction.
 CREATE OR REPLACE FUNCTION @schema@.commit_durably() RETURNS void

@@ -344,7 +344,8 @@ END $$;
 CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
-  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz)
+  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
+  p_record_refusal boolean)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -532,6 +533,10 @@ BEGIN
       PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started,
                                v_now);
+    ELSIF p_record_refusal THEN
+      PERFORM @schema@.record_missed('skipped', v_now, p_namespace, p_resources, p_owner, p_mode,
+                                     p_host, p_ip, p_pid, p_user, p_command,
+                                     @schema@.first_in_the_way(v_leases, v_waiters));
     END IF;
     RETURN jsonb_build_object(
       'outcome', 'blocked', 'now', @schema@.usec(v_now),
@@ -570,6 +575,29 @@ BEGIN
   DELETE FROM @schema@.waiters
   WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources);
   RETURN jsonb_build_object('outcome', 'granted', 'now', @schema@.usec(v_now), 'grants', v_grants);
+END $$;
+
+-- Records a run that did not happen (timed_out after -w, killed at its
+-- runtime limit) for each resource of its request: store::record_missed_run.
+-- p_in_the_way: {"owner", "host", "token"} of who held or awaited the lock,
+-- or NULL. Returns the number of records.
+CREATE OR REPLACE FUNCTION @schema@.record_missed_run(
+  p_event text, p_namespace text, p_resources text[], p_owner uuid, p_mode text,
+  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_in_the_way jsonb)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+  IF p_event NOT IN ('timed_out', 'killed') THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'record_missed_run: the event is timed_out or killed, not ' || p_event;
+  END IF;
+  PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.record_missed(p_event, clock_timestamp(), p_namespace, p_resources, p_owner,
+                                 p_mode, p_host, p_ip, p_pid, p_user, p_command, p_in_the_way);
+  RETURN cardinality(p_resources);
 END $$;
 
 -- Removes the caller's queue entries (a waiter giving up), waking only the waiters that may now be granted.

@@ -61,7 +61,8 @@ $$;
 
 -- The newest p_limit events, optionally of one namespace and of a resource
 -- and its descendants. Returns a JSON array, newest first.
-CREATE OR REPLACE FUNCTION @schema@.history(p_namespace text, p_prefix text, p_limit integer)
+CREATE OR REPLACE FUNCTION @schema@.history(p_namespace text, p_prefix text, p_limit integer,
+                                            p_event text)
 RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -72,11 +73,15 @@ AS $$
            'resource', h.resource, 'owner', h.owner, 'mode', h.mode, 'token', h.token,
            'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
            'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
-           'by', h.forced_by, 'db_user', h.db_user) ORDER BY h.id DESC), '[]')
+           'by', h.forced_by, 'db_user', h.db_user,
+           'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL THEN jsonb_build_object(
+             'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
+             'token', h.in_the_way_token) END) ORDER BY h.id DESC), '[]')
   FROM (SELECT * FROM @schema@.history
         WHERE (p_namespace IS NULL OR namespace = p_namespace)
           AND (p_prefix IS NULL OR resource = p_prefix
                OR (resource > p_prefix || '.' AND resource < p_prefix || '/'))
+          AND (p_event IS NULL OR event = p_event)
         ORDER BY id DESC
         LIMIT greatest(p_limit, 0)) AS h
 $$;

@@ -134,12 +134,19 @@ Cycle cycle_of(const json& links) {
 }
 
 EventKind kind_of(const std::string& event) {
-  for (auto kind : {EventKind::acquired, EventKind::released, EventKind::expired, EventKind::forced,
-                    EventKind::lost}) {
-    if (to_string(kind) == event)
-      return kind;
-  }
+  if (auto kind = event_kind_of(event))
+    return *kind;
   throw Error(ExitCode::internal, "unknown history event '" + event + "' from PostgreSQL");
+}
+
+// history(): {"owner", "host", "token"} of who was in the way, or null.
+std::optional<InTheWay> in_the_way_of(const json& row) {
+  auto found = row.find("in_the_way");
+  if (found == row.end() || found->is_null())
+    return std::nullopt;
+  const auto& token = found->at("token");
+  return InTheWay{lock::OwnerId::trusted(text_of(found->at("owner"))), text_of(found->at("host")),
+                  token.is_null() ? std::nullopt : std::optional(integer_of(token))};
 }
 
 }  // namespace
@@ -404,7 +411,8 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
                          .mode = mode_of(row.at("mode")),
                          .token = integer_of(row.at("token")),
                          .held_for = held_for,
-                         .by = text_of(row.at("by"))};
+                         .by = text_of(row.at("by")),
+                         .in_the_way = in_the_way_of(row)};
       events.push_back(std::move(event));
     }
     return events;

@@ -3,6 +3,8 @@
 #include "store/postgres/schema.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "error.hpp"
 #include "store/migration.hpp"
@@ -25,6 +27,23 @@ constexpr std::string_view k_dropped_functions[] = {
     "try_acquire_general(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
     "bigint, text, text, timestamptz)",
     "release_general(text, text[], uuid)",
+};
+
+// Functions whose signature changed: the old one is dropped like those
+// above, and every role that could execute it may execute its successors,
+// so a least-privilege role (sql/postgres/roles.sql) keeps working across
+// the upgrade without roles.sql being run again.
+struct Replaced {
+  std::string_view old_signature;
+  std::vector<std::string_view> successors;
+};
+const Replaced k_replaced_functions[] = {
+    {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+     "text, text, timestamptz)",
+     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+      "text, text, timestamptz, boolean)",
+      "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)"}},
+    {"history(text, text, integer)", {"history(text, text, integer, text)"}},
 };
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
@@ -112,11 +131,29 @@ namespace {
 std::string functions_block(const std::string& schema) {
   const std::string q = quoted(schema);
   std::string block =
-      "\n-- sql/postgres/functions, when their stamp differs\nDO $clock$\nBEGIN\n"
+      "\n-- sql/postgres/functions, when their stamp differs\nDO $clock$\nDECLARE\n"
+      "  v_grantees text[];\n  v_role text;\nBEGIN\n"
       "  IF obj_description(to_regnamespace('" +
       q + "'), 'pg_namespace') IS DISTINCT FROM '" + functions_stamp() + "' THEN\n";
   for (auto dropped : k_dropped_functions) {
     block += "    DROP FUNCTION IF EXISTS " + q + "." + std::string(dropped) + ";\n";
+  }
+  // Each replaced function's grantees, as "role<US>successor" pairs (US: the
+  // unit separator, in no identifier), granted once the successors exist.
+  block += "    v_grantees := '{}';\n";
+  for (const auto& replaced : k_replaced_functions) {
+    const std::string old_function = q + "." + std::string(replaced.old_signature);
+    for (auto successor : replaced.successors) {
+      block +=
+          "    v_grantees := v_grantees || ARRAY(SELECT quote_ident(r.rolname) || chr(31) || '" +
+          q + "." + std::string(successor) +
+          "' FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r"
+          " WHERE p.oid = to_regprocedure('" +
+          old_function +
+          "') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
+          " AND a.grantee <> p.proowner);\n";
+    }
+    block += "    DROP FUNCTION IF EXISTS " + old_function + ";\n";
   }
   for (const auto& file : sql::postgres_functions()) {
     block += "    -- " + std::string(file.name) + "\n    EXECUTE " +
@@ -124,6 +161,10 @@ std::string functions_block(const std::string& schema) {
   }
   block += "    REVOKE ALL ON ALL FUNCTIONS IN SCHEMA " + q +
            " FROM PUBLIC;\n"
+           "    FOREACH v_role IN ARRAY v_grantees LOOP\n"
+           "      EXECUTE 'GRANT EXECUTE ON FUNCTION ' || split_part(v_role, chr(31), 2) ||\n"
+           "              ' TO ' || split_part(v_role, chr(31), 1);\n"
+           "    END LOOP;\n"
            "    COMMENT ON SCHEMA " +
            q + " IS '" + functions_stamp() + "';\n  END IF;\nEND $clock$;\n";
   return block;

@@ -10,6 +10,8 @@
 #include <optional>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/postgres/connection.hpp"
@@ -165,12 +167,12 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     reply = pg::parse_acquire(m_impl->call(
         "acquire", "try_acquire",
         "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
-        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond'",
+        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15",
         {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
          std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
          request_id, boolean(queue), request.info.host, request.info.ip,
          std::to_string(request.info.pid), request.info.user, request.info.command,
-         microseconds_of(request.info.started)},
+         microseconds_of(request.info.started), boolean(request.record_refusal)},
         pg::Retry::if_broken));
   } catch (const pg::HierarchyBusy&) {
     // Another program holds these resources' hierarchy in an open
@@ -190,6 +192,24 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
   if (reply.refused)
     throw refusal_error(Operation::acquire, *reply.refused, request.owner);
   return std::move(reply.attempt);
+}
+
+void PostgresStore::record_missed_run(const LockRequest& request, EventKind kind,
+                                      const std::optional<InTheWay>& in_the_way) {
+  std::optional<std::string> way;
+  if (in_the_way) {
+    nlohmann::json object = {{"owner", in_the_way->owner.str()}, {"host", in_the_way->host}};
+    object["token"] = in_the_way->token ? nlohmann::json(*in_the_way->token) : nlohmann::json();
+    way = object.dump();
+  }
+  // Never retried: a record that did take effect must not be written twice.
+  m_impl->call(
+      "recording a run that did not happen", "record_missed_run",
+      "$1, $2, $3::text[], $4::uuid, $5, $6, $7, $8, $9, $10, $11::jsonb",
+      {std::string(to_string(kind)), request.ns, text_array(request.resources), request.owner.str(),
+       std::string(lock::to_string(request.mode)), request.info.host, request.info.ip,
+       std::to_string(request.info.pid), request.info.user, request.info.command, way},
+      pg::Retry::never);
 }
 
 void PostgresStore::leave_queue(const LockRequest& request) {
@@ -257,8 +277,11 @@ std::vector<HistoryEvent> PostgresStore::history(const HistoryQuery& query) {
   std::optional<std::string> prefix;
   if (query.prefix)
     prefix = query.prefix->str();
-  return pg::parse_history(m_impl->call("history", "history", "$1, $2, $3",
-                                        {query.ns, prefix, std::to_string(query.limit)},
+  std::optional<std::string> event;
+  if (query.event)
+    event = std::string(to_string(*query.event));
+  return pg::parse_history(m_impl->call("history", "history", "$1, $2, $3, $4",
+                                        {query.ns, prefix, std::to_string(query.limit), event},
                                         pg::Retry::if_broken));
 }
 

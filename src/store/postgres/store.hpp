@@ -37,6 +37,8 @@ class PostgresStore final : public Store {
   // A blocked attempt made with `queue` refreshes this owner's queue entries.
   Attempt try_acquire(const LockRequest& request, bool queue) override;
   void leave_queue(const LockRequest& request) override;
+  void record_missed_run(const LockRequest& request, EventKind kind,
+                         const std::optional<InTheWay>& in_the_way) override;
   // LISTENs (once per connection) on the schema's channel and waits on the
   // socket, at most a jittered 200-500 ms at a time: the fallback poll for
   // when notifications do not arrive (pgbouncer in transaction mode).

@@ -272,6 +272,10 @@ std::optional<std::int64_t> Statement::optional_integer(int column) const {
   return integer(column);
 }
 
+bool Statement::is_null(int column) const {
+  return sqlite3_column_type(m_stmt, column) == SQLITE_NULL;
+}
+
 std::string Statement::text(int column) const {
   auto* data = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, column));
   int size = sqlite3_column_bytes(m_stmt, column);

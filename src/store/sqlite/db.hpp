@@ -71,6 +71,7 @@ class Statement {
   std::int64_t integer(int column) const;
   std::optional<std::int64_t> optional_integer(int column) const;
   std::string text(int column) const;
+  bool is_null(int column) const;
 
  private:
   Database* m_db;

@@ -58,15 +58,10 @@ WaiterRow read_waiter(const Statement& row) {
 }
 
 HistoryEvent read_history(const Statement& row) {
-  static const std::pair<const char*, EventKind> k_kinds[] = {{"acquired", EventKind::acquired},
-                                                              {"released", EventKind::released},
-                                                              {"expired", EventKind::expired},
-                                                              {"forced", EventKind::forced},
-                                                              {"lost", EventKind::lost}};
   HistoryEvent event{
       .id = row.integer(0),
       .at = instant_of(row.integer(1)),
-      .kind = EventKind::acquired,
+      .kind = event_kind_of(row.text(2)).value_or(EventKind::acquired),
       .ns = row.text(3),
       .resource = lock::Resource::parse(row.text(4)),
       .owner = lock::OwnerId::trusted(row.text(5)),
@@ -74,14 +69,13 @@ HistoryEvent read_history(const Statement& row) {
       .mode = mode_of(row.text(6)),
       .token = row.integer(7),
       .held_for = std::nullopt,
-      .by = row.text(14)};
-  std::string kind = row.text(2);
-  for (const auto& [name, value] : k_kinds) {
-    if (kind == name)
-      event.kind = value;
-  }
+      .by = row.text(14),
+      .in_the_way = std::nullopt};
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
+  if (!row.is_null(15))
+    event.in_the_way =
+        InTheWay{lock::OwnerId::trusted(row.text(15)), row.text(16), row.optional_integer(17)};
   return event;
 }
 

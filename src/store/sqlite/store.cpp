@@ -65,6 +65,8 @@ class SqliteStore final : public Store {
 
   Attempt try_acquire(const LockRequest& request, bool queue) override;
   void leave_queue(const LockRequest& request) override;
+  void record_missed_run(const LockRequest& request, EventKind kind,
+                         const std::optional<InTheWay>& in_the_way) override;
   void wait_for_change(steady_clock::time_point until) override;
   void renew(const RenewRequest& request) override;
   std::vector<Released> release(const ReleaseRequest& request) override;
@@ -83,6 +85,8 @@ class SqliteStore final : public Store {
                                                         std::int64_t now);
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
               std::optional<std::int64_t> held_ms, const std::string& by = "");
+  void record_missed(const LockRequest& request, EventKind kind,
+                     const std::optional<InTheWay>& in_the_way, std::int64_t at);
   void record_lost_gone(const std::string& ns, const lock::Resource& resource,
                         const lock::OwnerId& owner, std::optional<lock::Token> token,
                         std::int64_t at);
@@ -205,6 +209,36 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
       .bind(13, lease.info.command)
       .bind(14, by);
   stmt.run();
+}
+
+// A run that did not happen: one record per resource of its request, with
+// the requester's facts and who was in the way; no token (none was drawn).
+void SqliteStore::record_missed(const LockRequest& request, EventKind kind,
+                                const std::optional<InTheWay>& in_the_way, std::int64_t at) {
+  auto stmt = m_db.prepare(
+      "INSERT INTO history (at, event, namespace, resource, owner, mode, host, ip, pid, user,"
+      " command, in_the_way_owner, in_the_way_host, in_the_way_token)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  for (const auto& resource : request.resources) {
+    stmt.bind(1, at)
+        .bind(2, to_string(kind))
+        .bind(3, request.ns)
+        .bind(4, resource.str())
+        .bind(5, request.owner.str())
+        .bind(6, lock::to_string(request.mode))
+        .bind(7, request.info.host)
+        .bind(8, request.info.ip)
+        .bind(9, request.info.pid)
+        .bind(10, request.info.user)
+        .bind(11, request.info.command);
+    if (in_the_way) {
+      stmt.bind(12, in_the_way->owner.str()).bind(13, in_the_way->host).bind(14, in_the_way->token);
+    } else {
+      stmt.bind_null(12).bind_null(13).bind_null(14);
+    }
+    stmt.run();
+    stmt.reset();
+  }
 }
 
 // A lease already gone when its owner renews: only the owner, the resource
@@ -371,13 +405,18 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     }
     lock::Claim claim{request.ns, resource, request.owner, request.mode, request.slots};
     auto decision = lock::decide(claim, live, earlier);
+    // A refusal keeps what this attempt found expired (removed, recorded),
+    // as PostgreSQL's try_acquire() does: only grants are all or none.
     if (decision.verdict == lock::Verdict::slots_mismatch) {
+      tx.commit();
       throw refusal_error(Operation::acquire,
                           {Refusal::slots_mismatch, resource, request.slots, decision.other_slots},
                           request.owner);
     }
-    if (decision.verdict == lock::Verdict::upgrade)
+    if (decision.verdict == lock::Verdict::upgrade) {
+      tx.commit();
       throw refusal_error(Operation::acquire, {Refusal::upgrade, resource}, request.owner);
+    }
     for (auto& lease : decision.blocking_leases)
       attempt.blocking_leases.push_back(lease);
     for (auto& waiter : decision.blocking_waiters)
@@ -397,6 +436,8 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       attempt.outcome = Outcome::blocked;
       if (queue)
         enqueue(request, now);
+      else if (request.record_refusal)
+        record_missed(request, EventKind::skipped, in_the_way(attempt), now);
     }
     tx.commit();
     return attempt;
@@ -509,6 +550,13 @@ bool SqliteStore::held_by_others(const std::string& ns, const lock::Resource& re
 void SqliteStore::leave_queue(const LockRequest& request) {
   WriteTransaction tx(m_db);
   dequeue(request);
+  tx.commit();
+}
+
+void SqliteStore::record_missed_run(const LockRequest& request, EventKind kind,
+                                    const std::optional<InTheWay>& in_the_way) {
+  WriteTransaction tx(m_db);
+  record_missed(request, kind, in_the_way, now_ms());
   tx.commit();
 }
 
@@ -693,6 +741,7 @@ std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
       m_db.prepare("SELECT " CLOCK_HISTORY_COLUMNS
                    " FROM history WHERE (?1 IS NULL OR namespace = ?1)"
                    "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+                   "   AND (?6 IS NULL OR event = ?6)"
                    " ORDER BY id DESC LIMIT ?5");
   if (query.ns)
     stmt.bind(1, *query.ns);
@@ -706,6 +755,10 @@ std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
     stmt.bind_null(2).bind_null(3).bind_null(4);
   }
   stmt.bind(5, std::int64_t{query.limit});
+  if (query.event)
+    stmt.bind(6, to_string(*query.event));
+  else
+    stmt.bind_null(6);
   std::vector<HistoryEvent> events;
   while (stmt.step())
     events.push_back(sqlite::read_history(stmt));
