@@ -80,6 +80,10 @@ class Generator {
       if (auto closer = cycle_closer())
         return {*closer};
     }
+    if (pick(3) == 0) {
+      if (auto unblocker = unblock())
+        return {*unblocker};
+    }
     return {one_step()};
   }
 
@@ -131,7 +135,7 @@ class Generator {
     int op = pick(20);
     if (op < 9)
       return acquire(Op::acquire);
-    if (op < 11 && m_reference.waits().size() < 2)
+    if (op < 12 && m_reference.waits().size() < 2)
       return acquire(Op::wait);
     Step step;
     step.op = op < 14 ? Op::release : op < 17 ? Op::renew : Op::force;
@@ -178,6 +182,29 @@ class Generator {
           step.resources = {mine.resource};
           return step;
         }
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Releases, or forces, a lease in a queued request's way, so that waiters
+  // get their grants during the sequence, not only refusals.
+  std::optional<Step> unblock() {
+    for (const auto& wait : m_reference.waits()) {
+      for (const auto& lease : m_reference.live(wait.ns)) {
+        auto held = clk::lock::Resource::parse(lease.resource);
+        bool in_the_way =
+            std::any_of(wait.resources.begin(), wait.resources.end(), [&](const std::string& name) {
+              return held.is_related_to(clk::lock::Resource::parse(name));
+            });
+        if (lease.owner == wait.owner || !in_the_way)
+          continue;
+        Step step;
+        step.op = pick(3) == 0 ? Op::force : Op::release;
+        step.owner = lease.owner;
+        step.ns = wait.ns;
+        step.resources = {lease.resource};
+        return step;
       }
     }
     return std::nullopt;
