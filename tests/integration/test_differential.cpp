@@ -29,7 +29,6 @@
 
 #include "harness.hpp"
 #include "lock_model_reference.hpp"
-#include "postgres_tools.hpp"
 
 using namespace clk::test;
 using clk::test::model::Op;
@@ -175,8 +174,9 @@ class Generator {
     return block;
   }
 
-  // Asks, for an owner in a queued request's way, for a lease that the
-  // queued owner holds: a deadlock (76).
+  // Asks, for another owner holding a lease, for a lease that a queued
+  // owner holds: a deadlock (76) when that other owner is in the queued
+  // request's way, a plain refusal or wait otherwise.
   std::optional<Step> cycle_closer() {
     for (const auto& wait : m_reference.waits()) {
       for (const auto& mine : m_reference.live(wait.ns)) {
