@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 ok, 64 usage, 69 backend unavailable, 70 internal, 74 local "
       "database file, 75 not acquired, 76 deadlock, 77 not the owner, 78 configuration, "
-      "79 lease lost; clock run passes the command's status through; clock status "
+      "79 lease lost, 124 out of time (clock run --max-runtime); clock run passes the "
+      "command's status through; clock status "
       "exits 1 when nothing is held.\n"
       "See 'clock COMMAND --help' and man clock.");
   std::map<CLI::App*, cmd::Action> actions;

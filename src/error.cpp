@@ -25,6 +25,8 @@ std::string_view code_name(ExitCode code) {
       return "config";
     case ExitCode::lease_lost:
       return "lease_lost";
+    case ExitCode::out_of_time:
+      return "out_of_time";
     case ExitCode::cannot_execute:
       return "cannot_execute";
     case ExitCode::not_found:

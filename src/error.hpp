@@ -20,6 +20,7 @@ enum class ExitCode : int {
   not_owner = 77,        // release/renew of a lock this owner does not hold
   config = 78,           // unreadable or invalid config, bad database URL
   lease_lost = 79,       // clock run: lease lost, child stopped
+  out_of_time = 124,     // clock run: --max-runtime ran out, child stopped
   cannot_execute = 126,  // clock run: command found but not executable
   not_found = 127,       // clock run: command not found
 };

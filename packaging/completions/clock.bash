@@ -121,7 +121,7 @@ _clock()
             return
             ;;
         --namespace | --owner | --ttl | --slots | -w | --wait | -E | --conflict-exit-code | \
-            --heartbeat | --kill-after | --jitter | --limit | --history-older-than)
+            --heartbeat | --kill-after | --jitter | --max-runtime | --limit | --history-older-than)
             return
             ;;
         -r | --resource)
@@ -161,7 +161,7 @@ _clock()
         renew) opts='-r --resource --owner --ttl' ;;
         status) opts='--format --all' ;;
         history) opts='--limit --format' ;;
-        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --" ;;
+        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --" ;;
         gc) opts='--dry-run --history-older-than' ;;
         init) opts='--print-sql' ;;
         *) return ;;

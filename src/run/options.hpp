@@ -1,5 +1,6 @@
 // What `clock run` needs to supervise a child: the command, its extra
-// environment, the lease timings and the lease-lost policy (SPEC §3).
+// environment, the lease timings, the lease-lost policy and the runtime
+// limit (SPEC §3).
 #pragma once
 
 #include <chrono>
@@ -30,6 +31,11 @@ struct RunOptions {
   milliseconds heartbeat{30'000};
   milliseconds kill_after{10'000};
   LeaseLostPolicy on_lease_lost = LeaseLostPolicy::kill;
+  milliseconds max_runtime{0};  // --max-runtime: stop the command after this long; 0: no limit
+  // Called once --max-runtime has stopped the command, its group is gone and
+  // the renewals have stopped, before `after_child`: where the run records
+  // that it was killed. Optional.
+  std::function<void()> on_out_of_time;
   std::string lease_name;  // for messages only: the resource name(s); may be empty
 };
 

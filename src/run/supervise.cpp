@@ -1,6 +1,6 @@
 // The main loop of `clock run`: wait for the child while forwarding signals,
-// watch the lease deadline, apply --on-lease-lost, and turn the end into an
-// exit status.
+// watch the lease deadline and the runtime limit, apply --on-lease-lost and
+// --max-runtime, and turn the end into an exit status.
 #include "run/supervise.hpp"
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "run/spawn.hpp"
 #include "run/terminal.hpp"
 #include "util/duration.hpp"
+#include "util/process_group.hpp"
 
 namespace clk::run {
 
@@ -29,6 +30,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using util::format_duration;
+using namespace std::chrono_literals;
+
+// How often a stopped command's group is looked at once the command itself is
+// reaped: its grandchildren are not clock's children, so nothing wakes clock
+// when they exit.
+constexpr milliseconds k_group_poll = 20ms;
+
+// Why the command's group is being stopped, if it is.
+enum class Stopping { no, out_of_time, lease_lost };
+
+struct Ending {
+  int status;        // what clock exits with
+  bool out_of_time;  // --max-runtime stopped the command (and the lease was not lost meanwhile)
+};
 
 std::string signal_name(int signo) {
   const char* abbrev = sigabbrev_np(signo);
@@ -38,26 +53,36 @@ std::string signal_name(int signo) {
 // One supervised child, from spawn to reaping.
 class Supervision {
  public:
+  // `started`: when the command was started, on the steady clock.
   Supervision(const RunOptions& options, pid_t child, pid_t group, SignalRelay& relay,
-              Heartbeat* heartbeat, TerminalHandover& terminal)
+              Heartbeat* heartbeat, TerminalHandover& terminal, Clock::time_point started)
       : m_options(options),
         m_child(child),
         m_group(group),
         m_relay(relay),
         m_heartbeat(heartbeat),
-        m_terminal(terminal) {}
+        m_terminal(terminal) {
+    if (options.max_runtime > milliseconds::zero())
+      m_out_of_time_at = started + options.max_runtime;
+  }
 
-  // Runs until the child is reaped; returns the status clock exits with.
-  int run() {
+  // Runs until the child is reaped (and, when --max-runtime stopped it, until
+  // the rest of its group is gone too).
+  Ending run() {
+    std::optional<int> child_status;
     for (;;) {
-      if (auto wait_status = reap())
-        return finish(*wait_status);
+      if (!child_status)
+        child_status = reap();
+      if (child_status && !awaiting_group())
+        return {finish(*child_status), m_stopping == Stopping::out_of_time};
       Clock::time_point now = Clock::now();
       check_lease(now);
+      check_runtime(now);
       escalate(now);
       pollfd fds[2] = {{m_relay.fd(), POLLIN, 0},
                        {m_heartbeat ? m_heartbeat->fd() : -1, POLLIN, 0}};
-      poll(fds, 2, poll_timeout(Clock::now()));  // EINTR: just go round again
+      // EINTR: just go round again
+      poll(fds, 2, poll_timeout(Clock::now(), child_status.has_value()));
       if (m_heartbeat)
         m_heartbeat->clear_news();
       forward_signals();
@@ -88,8 +113,10 @@ class Supervision {
   }
 
   int finish(int wait_status) {
-    if (!m_kill_at)
+    if (m_stopping == Stopping::no)
       return exit_status_of(wait_status);
+    if (m_stopping == Stopping::out_of_time)
+      return report_out_of_time();
     // The lease is gone: nothing of the command's group may outlive the child.
     signal_group(SIGKILL);
     return exit_status(ExitCode::lease_lost);
@@ -100,7 +127,7 @@ class Supervision {
   }
 
   void check_lease(Clock::time_point now) {
-    if (!m_heartbeat || m_kill_at)
+    if (!m_heartbeat || m_stopping == Stopping::lease_lost)
       return;
     bool lost = m_heartbeat->lost();
     Clock::time_point last = m_heartbeat->last_renewal_start();
@@ -127,30 +154,84 @@ class Supervision {
   void stop_child(const std::string& why, Clock::time_point now) {
     spdlog::error("{}; stopping the command: SIGTERM to its process group now, SIGKILL after {}",
                   why, format_duration(m_options.kill_after));
+    m_stopping = Stopping::lease_lost;
+    terminate_group(now);
+    m_heartbeat->request_stop();
+  }
+
+  // --max-runtime: the limit counts from the command's start on the local
+  // monotonic clock. The heartbeat goes on renewing while the group stops, so
+  // the lock covers the command until the last of its group is gone.
+  void check_runtime(Clock::time_point now) {
+    if (!m_out_of_time_at || m_stopping != Stopping::no || now < *m_out_of_time_at)
+      return;
+    spdlog::info(
+        "the command ran for --max-runtime {}; stopping it: SIGTERM to its process group now, "
+        "SIGKILL after {}",
+        format_duration(m_options.max_runtime), format_duration(m_options.kill_after));
+    m_stopping = Stopping::out_of_time;
+    terminate_group(now);
+  }
+
+  // SIGTERM now, SIGKILL --kill-after later, as timeout(1) does. A second
+  // reason to stop (the lease lost while out of time) keeps the earlier SIGKILL.
+  void terminate_group(Clock::time_point now) {
     signal_group(SIGTERM);
     signal_group(SIGCONT);  // as timeout(1) does: a stopped child must see the SIGTERM
-    m_kill_at = now + m_options.kill_after;
-    m_heartbeat->request_stop();
+    Clock::time_point kill_at = now + m_options.kill_after;
+    if (!m_kill_at || kill_at < *m_kill_at)
+      m_kill_at = kill_at;
   }
 
   void escalate(Clock::time_point now) {
     if (!m_kill_at || m_killed || now < *m_kill_at)
       return;
-    spdlog::warn("the command did not exit within {} of SIGTERM; sending SIGKILL",
-                 format_duration(m_options.kill_after));
+    // Out of time, the closing error line tells of the SIGKILL.
+    spdlog::log(m_stopping == Stopping::lease_lost ? spdlog::level::warn : spdlog::level::info,
+                "the command did not exit within {} of SIGTERM; sending SIGKILL",
+                format_duration(m_options.kill_after));
     signal_group(SIGKILL);
     m_killed = true;
   }
 
+  // Out of time, the command is reaped but its group may live on in
+  // grandchildren; the lease covers them until they are gone.
+  bool awaiting_group() const { return m_stopping == Stopping::out_of_time && !group_gone(); }
+
+  bool group_gone() const {
+    // The guard leads the group and stays until clock stands it down.
+    if (auto members = util::process_group_has_members(m_group, m_group))
+      return !*members;
+    return m_killed;  // without /proc, only SIGKILL makes sure of it
+  }
+
+  // The one line an operator sees (cron mails it).
+  int report_out_of_time() const {
+    std::string how = m_killed ? "SIGKILL, as its process group outlived SIGTERM by --kill-after " +
+                                     format_duration(m_options.kill_after)
+                               : "SIGTERM to its process group";
+    spdlog::error("the command ran out of time (--max-runtime {}) and was stopped by {}",
+                  format_duration(m_options.max_runtime), how);
+    return exit_status(ExitCode::out_of_time);
+  }
+
   // Milliseconds until the next thing the loop must do by itself; -1: none.
-  int poll_timeout(Clock::time_point now) const {
+  // `child_reaped`: only the rest of the command's group is awaited.
+  int poll_timeout(Clock::time_point now, bool child_reaped) const {
     std::optional<Clock::time_point> wake;
-    if (m_kill_at) {
-      if (!m_killed)
-        wake = *m_kill_at;
-    } else if (m_heartbeat && !m_warned) {
-      wake = lease_deadline(m_heartbeat->last_renewal_start(), m_options.ttl, m_options.kill_after);
-    }
+    auto wake_by = [&wake](Clock::time_point when) {
+      if (!wake || when < *wake)
+        wake = when;
+    };
+    if (m_kill_at && !m_killed)
+      wake_by(*m_kill_at);
+    if (m_out_of_time_at && m_stopping == Stopping::no)
+      wake_by(*m_out_of_time_at);
+    if (m_heartbeat && !m_warned && m_stopping != Stopping::lease_lost)
+      wake_by(
+          lease_deadline(m_heartbeat->last_renewal_start(), m_options.ttl, m_options.kill_after));
+    if (child_reaped)
+      wake_by(now + k_group_poll);
     if (!wake)
       return -1;
     auto left = std::chrono::ceil<milliseconds>(*wake - now).count();
@@ -174,7 +255,9 @@ class Supervision {
   SignalRelay& m_relay;
   Heartbeat* m_heartbeat;  // null with --ttl 0: no renewals, no deadline
   TerminalHandover& m_terminal;
-  bool m_warned = false;                       // --on-lease-lost warn has said so
+  bool m_warned = false;                              // --on-lease-lost warn has said so
+  std::optional<Clock::time_point> m_out_of_time_at;  // --max-runtime's end; none: no limit
+  Stopping m_stopping = Stopping::no;
   std::optional<Clock::time_point> m_kill_at;  // set once the child is being stopped
   bool m_killed = false;                       // SIGKILL sent
 };
@@ -202,6 +285,7 @@ int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
     spawned =
         spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous()});
   }
+  Clock::time_point started = Clock::now();
   pid_t group = guard.process_group();
   terminal.give_to(group);  // the child took it already; this records it
   if (spawned.pid < 0) {
@@ -223,14 +307,16 @@ int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
       throw;
     }
   }
-  int status =
-      Supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr, terminal)
-          .run();
+  auto [status, out_of_time] = Supervision(options, spawned.pid, group, relay,
+                                           heartbeat ? &*heartbeat : nullptr, terminal, started)
+                                   .run();
   heartbeat.reset();
   terminal.take_back();
   // The guard is told first and reaped last (its destructor): it exits while
   // the release makes its round trip.
   guard.stand_down();
+  if (out_of_time && options.on_out_of_time)
+    options.on_out_of_time();
   if (after_child)
     after_child(status);
   return status;

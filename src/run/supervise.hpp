@@ -14,7 +14,8 @@ namespace clk::run {
 
 // Runs the command to completion. Returns the exit status clock should exit
 // with: the child's, 128+N for a child killed by signal N, 126/127 when it
-// could not be executed, or 79 when the lease was lost and the child stopped.
+// could not be executed, 79 when the lease was lost and the child stopped, or
+// 124 when --max-runtime stopped it (only once its whole group is gone).
 // `first_renewal_start` is when the grant's transaction began, on the steady
 // clock: the first deadline counts from there.
 //

@@ -16,10 +16,11 @@ namespace {
 
 // SPEC §4, transcribed: each code and the exit status the contract gives it.
 const std::vector<std::pair<ExitCode, int>> k_spec_table = {
-    {ExitCode::ok, 0},          {ExitCode::usage, 64},           {ExitCode::unavailable, 69},
-    {ExitCode::internal, 70},   {ExitCode::local_database, 74},  {ExitCode::not_acquired, 75},
-    {ExitCode::deadlock, 76},   {ExitCode::not_owner, 77},       {ExitCode::config, 78},
-    {ExitCode::lease_lost, 79}, {ExitCode::cannot_execute, 126}, {ExitCode::not_found, 127},
+    {ExitCode::ok, 0},          {ExitCode::usage, 64},          {ExitCode::unavailable, 69},
+    {ExitCode::internal, 70},   {ExitCode::local_database, 74}, {ExitCode::not_acquired, 75},
+    {ExitCode::deadlock, 76},   {ExitCode::not_owner, 77},      {ExitCode::config, 78},
+    {ExitCode::lease_lost, 79}, {ExitCode::out_of_time, 124},   {ExitCode::cannot_execute, 126},
+    {ExitCode::not_found, 127},
 };
 
 }  // namespace

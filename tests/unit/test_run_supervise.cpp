@@ -348,3 +348,75 @@ TEST_CASE("if clock is killed, the child and its grandchildren die too") {
   CHECK(wait_for([&] { return process_gone(child); }));
   CHECK(wait_for([&] { return process_gone(grandchild); }));
 }
+
+TEST_CASE("--max-runtime stops a command that runs too long with SIGTERM and gives 124") {
+  CapturedLog log;
+  RunOptions options = shell("sleep 30");
+  options.max_runtime = 100ms;
+  int out_of_time_calls = 0;
+  options.on_out_of_time = [&] { ++out_of_time_calls; };
+  CHECK(supervise(options) == 124);
+  CHECK(out_of_time_calls == 1);
+  INFO(log.text());
+  CHECK(
+      log.contains("the command ran out of time (--max-runtime 100ms) and was stopped by SIGTERM"));
+}
+
+TEST_CASE("a command that ends within --max-runtime keeps its status") {
+  RunOptions options = shell("exit 5");
+  options.max_runtime = 1h;
+  int out_of_time_calls = 0;
+  options.on_out_of_time = [&] { ++out_of_time_calls; };
+  CHECK(supervise(options) == 5);
+  CHECK(out_of_time_calls == 0);
+}
+
+TEST_CASE(
+    "--max-runtime waits for a grandchild that outlives the command, SIGKILLs it, gives 124") {
+  ScratchDir dir;
+  RunOptions options = shell("sh -c \"trap '' TERM; echo \\$\\$ > " + dir.file("grandchild") +
+                             "; while :; do sleep 0.01; done\" & wait");
+  options.max_runtime = 500ms;
+  options.kill_after = 300ms;
+  CHECK(supervise(options) == 124);
+  pid_t grandchild = dir.read_pid("grandchild");
+  REQUIRE(grandchild > 0);
+  CHECK(process_gone(grandchild));  // already, not eventually
+}
+
+TEST_CASE("--max-runtime keeps renewing the lease while the command is being stopped") {
+  ScratchDir dir;
+  // The command stays after SIGTERM until a renewal has come after it.
+  RunOptions options = with_lease(shell("trap 'touch " + dir.file("terminated") + "; until [ -e " +
+                                        dir.file("renewed") +
+                                        " ]; do sleep 0.01; done; exit 0' "
+                                        "TERM; while :; do sleep 0.01; done"));
+  options.ttl = 10s;
+  options.kill_after = 5s;
+  options.max_runtime = 100ms;
+  auto renew = [&] {
+    if (dir.has("terminated"))
+      dir.touch("renewed");
+    return RenewOutcome::renewed;
+  };
+  CHECK(supervise(options, renew) == 124);
+  CHECK(dir.has("renewed"));
+}
+
+TEST_CASE("a lease lost while --max-runtime stops the command gives 79") {
+  CapturedLog log;
+  ScratchDir dir;
+  RunOptions options = with_lease(
+      shell("trap 'touch " + dir.file("terminated") + "' TERM; while :; do sleep 0.01; done"));
+  options.ttl = 10s;
+  options.kill_after = 2s;
+  options.max_runtime = 100ms;
+  int out_of_time_calls = 0;
+  options.on_out_of_time = [&] { ++out_of_time_calls; };
+  auto renew = [&] { return dir.has("terminated") ? RenewOutcome::lost : RenewOutcome::renewed; };
+  CHECK(supervise(options, renew) == 79);
+  CHECK(out_of_time_calls == 0);
+  INFO(log.text());
+  CHECK(log.contains("was lost"));
+  CHECK_FALSE(log.contains("ran out of time"));
+}
