@@ -67,6 +67,8 @@ class SqliteStore final : public Store {
   void leave_queue(const LockRequest& request) override;
   void wait_for_change(steady_clock::time_point until) override;
   void renew(const RenewRequest& request) override;
+  bool still_holds(const RenewRequest& held) override;
+  std::optional<milliseconds> still_holds_interval() const override { return milliseconds(200); }
   std::vector<Released> release(const ReleaseRequest& request) override;
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
@@ -105,6 +107,9 @@ class SqliteStore final : public Store {
 
   Database m_db;
   std::int64_t m_seen_version = -1;  // data_version inside our last transaction
+  // still_holds(): the data_version at which `m_held_owner` last held its leases.
+  std::int64_t m_held_version = -1;
+  std::string m_held_owner;
 };
 
 std::int64_t SqliteStore::now_ms() {
@@ -555,6 +560,35 @@ void SqliteStore::renew(const RenewRequest& request) {
     update.reset();
   }
   tx.commit();
+}
+
+// Polled every few hundred ms by a holder, so it reads PRAGMA data_version
+// (microseconds) and re-reads the leases only when another process committed
+// since they were last found held: our own commits do not change it. An
+// expiry changes nothing in the file; the holder's own deadline covers it.
+bool SqliteStore::still_holds(const RenewRequest& held) {
+  auto version = m_db.data_version();
+  std::string holder = held.ns + '\n' + held.owner.str();
+  if (version == m_held_version && holder == m_held_owner)
+    return true;
+  sqlite::ReadTransaction tx(m_db);
+  auto now = now_ms();
+  auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                           " FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  for (std::size_t i = 0; i < held.resources.size(); ++i) {
+    find.bind(1, held.ns).bind(2, held.resources[i].str()).bind(3, held.owner.str());
+    if (!find.step())
+      return false;
+    auto row = sqlite::read_lease(find);
+    find.reset();
+    bool token_ok = held.tokens.empty() || row.lease.token == held.tokens[i];
+    bool live = !row.lease.expires_at || sqlite::ms_of(*row.lease.expires_at) > now;
+    if (!token_ok || !live)
+      return false;
+  }
+  m_held_version = version;
+  m_held_owner = std::move(holder);
+  return true;
 }
 
 std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
