@@ -127,17 +127,28 @@ RenewOutcome Heartbeat::attempt() {
   return RenewOutcome::unavailable;
 }
 
-// Between renewals: a cheap look at whether the lease is still ours. An error
-// says nothing about the lease; the next renewal will tell.
-bool Heartbeat::check_still_held() {
+// Between renewals: a cheap look at whether the lease is still ours; false
+// once it is found lost. An error says nothing about the lease: the next
+// renewal will tell.
+bool Heartbeat::check(std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  time_point start = Clock::now();
+  bool held = true;
   try {
-    return m_lease.still_holds();
+    held = m_lease.still_holds();
   } catch (const std::exception& error) {
     spdlog::debug("checking {} failed: {}", lease(), error.what());
   } catch (...) {
     spdlog::debug("checking {} failed with an unknown error", lease());
   }
-  return true;
+  lock.lock();
+  if (held) {
+    m_last_held = std::max(m_last_held, start);
+    return true;
+  }
+  m_lost = true;
+  announce();
+  return false;
 }
 
 // How long the command may still run protected, as the main loop will act on it.
@@ -171,20 +182,11 @@ void Heartbeat::run() {
   for (;;) {
     if (m_wake.wait_until(lock, std::min(next, next_check), [this] { return m_stopping; }))
       return;
-    if (Clock::now() < next) {
-      // A check is due, not a renewal.
-      lock.unlock();
-      time_point start = Clock::now();
-      bool held = check_still_held();
-      lock.lock();
+    if (Clock::now() < next) {  // a check is due, not a renewal
+      if (!check(lock))
+        return;
       next_check = Clock::now() + *m_lease.check_interval;
-      if (held) {
-        m_last_held = std::max(m_last_held, start);
-        continue;
-      }
-      m_lost = true;
-      announce();
-      return;
+      continue;
     }
     lock.unlock();
     time_point start = Clock::now();

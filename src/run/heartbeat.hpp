@@ -53,7 +53,7 @@ class Heartbeat {
  private:
   void run();
   RenewOutcome attempt();
-  bool check_still_held();
+  bool check(std::unique_lock<std::mutex>& lock);
   void renewal_failed(int failures, milliseconds delay);
   std::string what_is_at_stake(time_point now) const;
   std::string lease() const;
