@@ -298,4 +298,21 @@ TEST_SUITE("run") {
     MESSAGE("clock run exited " << stopped.status << " " << seconds
                                 << " s after the forced release returned");
   }
+
+  TEST_CASE(
+      "a holder's checks between renewals take other processes' commits and its own nested "
+      "re-entry for what they are, not for a loss") {
+    TestEnv env;
+    std::string nested = "\"" + TestEnv::clock_binary() + "\" run -r x -- true || exit 9\n";
+    auto run = env.spawn(env.clock_command(
+        {"run", "-r", "x", "--", "sh", "-c", env.holding_script("child", nested)}));
+    REQUIRE(env.await_started("child"));
+    for (int i = 0; i < 5; ++i) {
+      CHECK_EXIT(env.clock({"run", "-r", "y", "--", "sleep", "0.1"}), 0);
+    }
+    env.let_go("child");
+    Result finished = run->wait(60s);
+    CHECK_EXIT(finished, 0);
+    CHECK(finished.err.empty());
+  }
 }
