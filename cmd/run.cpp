@@ -9,6 +9,7 @@
 #include "cmd/commands.hpp"
 #include "cmd/lock_flags.hpp"
 #include "error.hpp"
+#include "output/text.hpp"
 #include "run/supervise.hpp"
 #include "util/duration.hpp"
 #include "util/random_seed.hpp"
@@ -25,32 +26,54 @@ std::string joined_tokens(const std::vector<store::Grant>& grants) {
   return out;
 }
 
-// The heartbeat: renew every resource, keeping the tokens. Runs on the
-// supervisor's heartbeat thread, the only user of `store` while the child runs.
-run::Renew make_renew(store::Store& store, const LockPlan& plan,
-                      const std::vector<store::Grant>& grants) {
-  store::RenewRequest renewal;
-  renewal.ns = plan.request.ns;
-  renewal.resources = plan.request.resources;
-  renewal.owner = plan.request.owner;
-  renewal.ttl = plan.request.ttl;
+// The leases the heartbeat keeps: every resource, under the tokens granted.
+store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::Grant>& grants) {
+  store::RenewRequest held;
+  held.ns = plan.request.ns;
+  held.resources = plan.request.resources;
+  held.owner = plan.request.owner;
+  held.ttl = plan.request.ttl;
   for (const auto& grant : grants)
-    renewal.tokens.push_back(grant.token);
-  return [&store, renewal] {
-    try {
-      store.renew(renewal);
-      return run::RenewOutcome::renewed;
-    } catch (const Error& error) {
-      // supervise() reports a lost lease itself, with what it does about it.
-      if (error.code() == ExitCode::not_owner)
-        return run::RenewOutcome::lost;
-      spdlog::warn("renewing the lease failed, will retry: {}", error.what());
-      return run::RenewOutcome::unavailable;
-    }
-  };
+    held.tokens.push_back(grant.token);
+  return held;
 }
 
-void release_after_run(store::Store& store, const LockPlan& plan, int status) {
+// The heartbeat's calls: renew every resource keeping the tokens, and, where
+// the store can tell cheaply, check between renewals that they are still
+// held. Both run on the supervisor's heartbeat thread, the only user of
+// `store` while the child runs; their errors are the heartbeat's to report.
+run::LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& held) {
+  run::LeaseKeeping keeping;
+  keeping.renew = [&store, held] {
+    store.renew(held);
+    return run::RenewOutcome::renewed;
+  };
+  keeping.check_interval = store.still_holds_interval();
+  if (keeping.check_interval)
+    keeping.still_holds = [&store, held] { return store.still_holds(held); };
+  return keeping;
+}
+
+// The steady-clock instant `at` on the wall clock, for messages.
+std::string wall_clock(std::chrono::steady_clock::time_point at) {
+  auto ago = std::chrono::steady_clock::now() - at;
+  return output::iso8601(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+      std::chrono::system_clock::now() - ago));
+}
+
+// Releases after the command; a lease found lost then means the command ran
+// unprotected for part of its run: exit 79 (SPEC §4), saying since when.
+// A run stopped at its --max-runtime is history (`killed`). Failing to write
+// it changes nothing for the caller (exit 124 either way): a warning.
+void record_killed(store::Store& store, const store::LockRequest& request) {
+  try {
+    store.record_missed_run(request, store::EventKind::killed, std::nullopt);
+  } catch (const Error& error) {
+    spdlog::warn("could not record the killed run in history: {}", error.what());
+  }
+}
+
+int release_after_run(store::Store& store, const LockPlan& plan, const run::RunEnd& end) {
   store::ReleaseRequest release;
   release.ns = plan.request.ns;
   release.resources = plan.request.resources;
@@ -58,10 +81,19 @@ void release_after_run(store::Store& store, const LockPlan& plan, int status) {
   try {
     store.release(release);
   } catch (const Error& error) {
-    if (status == exit_status(ExitCode::lease_lost))
-      return;  // already reported
-    spdlog::warn("releasing after the command: {}", error.what());
+    if (end.stopped_for_lost_lease)
+      return end.status;  // already reported
+    if (error.code() != ExitCode::not_owner) {
+      spdlog::warn("releasing after the command: {}", error.what());
+      return end.status;
+    }
+    spdlog::error(
+        "the command finished with status {} but ran unprotected since {}, when its lease was "
+        "last known held: {}; another holder may have run beside it",
+        end.status, wall_clock(end.last_held), error.what());
+    return exit_status(ExitCode::lease_lost);
   }
+  return end.status;
 }
 
 // --jitter: a random delay in [0, span) before the first attempt, so that a
@@ -107,7 +139,8 @@ Action register_run(CLI::App& app) {
   command->add_option("--heartbeat", options->heartbeat, "Renew every D (default: TTL/3)");
   command
       ->add_option("--on-lease-lost", options->on_lease_lost,
-                   "kill (stop the child, exit 79) or warn")
+                   "kill (stop the child, exit 79) or warn (let it run on unprotected; "
+                   "exit 79 once it ends)")
       ->check(CLI::IsMember({"kill", "warn"}));
   command->add_option("--kill-after", options->kill_after,
                       "SIGKILL this long after SIGTERM (default 10s)");
@@ -142,8 +175,6 @@ Action register_run(CLI::App& app) {
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
     run.max_runtime = options->max_runtime ? duration_flag("--max-runtime", *options->max_runtime)
                                            : std::chrono::milliseconds(0);
-    // run.on_out_of_time is where the `killed` history event is to be
-    // recorded, before the release; the schema does not have it yet.
     run::check_timing(run);
     auto jitter = options->jitter ? duration_flag("--jitter", *options->jitter)
                                   : std::chrono::milliseconds(0);
@@ -163,9 +194,13 @@ Action register_run(CLI::App& app) {
     run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
                      {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
                      {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
-    return run::supervise(run, guard, make_renew(*store, plan, acquired.grants),
-                          acquired.attempt_start,
-                          [&](int status) { release_after_run(*store, plan, status); });
+    auto held = held_leases(plan, acquired.grants);
+    auto keeping = keep_lease(*store, held);
+    // Recorded before the release, while the lease is still held.
+    run.on_out_of_time = [&] { record_killed(*store, plan.request); };
+    return run::supervise(run, guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
+      return release_after_run(*store, plan, end);
+    });
   };
 }
 

@@ -1,5 +1,6 @@
-// The renewal thread: its schedule, its retries, and how it reports to the
-// main loop (an eventfd, since the main loop sleeps in poll()).
+// The renewal thread: its schedule, its retries, the checks between renewals,
+// and how it reports to the main loop (an eventfd, since the main loop sleeps
+// in poll()).
 #include "run/heartbeat.hpp"
 
 #include <algorithm>
@@ -21,8 +22,31 @@
 
 namespace clk::run {
 
-Heartbeat::Heartbeat(const Renew& renew, milliseconds interval, time_point first_renewal_start)
-    : m_renew(renew), m_interval(interval), m_last_renewal_start(first_renewal_start) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Why a renewal failed, in words an operator acts on; the store's own message
+// (library details included) goes to the debug log.
+std::string in_our_words(const Error& error) {
+  switch (error.code()) {
+    case ExitCode::unavailable:
+      return "the database is unavailable";
+    case ExitCode::local_database:
+      return "the database file is unusable (read-only, full or damaged)";
+    default:
+      return error.what();
+  }
+}
+
+}  // namespace
+
+Heartbeat::Heartbeat(const RunOptions& options, const LeaseKeeping& lease,
+                     time_point first_renewal_start)
+    : m_options(options),
+      m_lease(lease),
+      m_last_renewal_start(first_renewal_start),
+      m_last_held(first_renewal_start) {
   m_news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (m_news_fd < 0) {
     throw Error(ExitCode::internal,
@@ -65,6 +89,11 @@ Heartbeat::time_point Heartbeat::last_renewal_start() const {
   return m_last_renewal_start;
 }
 
+Heartbeat::time_point Heartbeat::last_held() const {
+  std::lock_guard lock(m_mutex);
+  return m_last_held;
+}
+
 bool Heartbeat::lost() const {
   std::lock_guard lock(m_mutex);
   return m_lost;
@@ -75,19 +104,67 @@ void Heartbeat::announce() {
   [[maybe_unused]] auto ignored = write(m_news_fd, &one, sizeof one);
 }
 
+std::string Heartbeat::lease() const {
+  return m_options.lease_name.empty() ? "the lease" : "the lease on " + m_options.lease_name;
+}
+
 RenewOutcome Heartbeat::attempt() {
   try {
-    return m_renew();
+    RenewOutcome outcome = m_lease.renew();
+    if (outcome == RenewOutcome::unavailable)
+      m_trouble = "the database is unavailable";
+    return outcome;
   } catch (const Error& error) {
     if (error.code() == ExitCode::not_owner)
       return RenewOutcome::lost;
-    spdlog::warn("lease renewal failed: {}", error.what());
+    m_trouble = in_our_words(error);
+    spdlog::debug("why renewing {} failed, in full: {}", lease(), error.what());
   } catch (const std::exception& error) {
-    spdlog::warn("lease renewal failed: {}", error.what());
+    m_trouble = std::string("an unexpected error: ") + error.what();
   } catch (...) {
-    spdlog::warn("lease renewal failed with an unknown error");
+    m_trouble = "an unknown error";
   }
   return RenewOutcome::unavailable;
+}
+
+// Between renewals: a cheap look at whether the lease is still ours; false
+// once it is found lost. An error says nothing about the lease: the next
+// renewal will tell.
+bool Heartbeat::check(std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  time_point start = Clock::now();
+  bool held = true;
+  try {
+    held = m_lease.still_holds();
+  } catch (const std::exception& error) {
+    spdlog::debug("checking {} failed: {}", lease(), error.what());
+  } catch (...) {
+    spdlog::debug("checking {} failed with an unknown error", lease());
+  }
+  lock.lock();
+  if (held) {
+    m_last_held = std::max(m_last_held, start);
+    return true;
+  }
+  m_lost = true;
+  announce();
+  return false;
+}
+
+// How long the command may still run protected, as the main loop will act on it.
+std::string Heartbeat::what_is_at_stake(time_point now) const {
+  auto left = std::chrono::duration_cast<milliseconds>(
+      lease_deadline(m_last_renewal_start, m_options.ttl, m_options.kill_after) - now);
+  bool kill = m_options.on_lease_lost == LeaseLostPolicy::kill;
+  if (left <= milliseconds::zero())
+    return kill ? "the command is being stopped" : "the command runs unprotected by the lock";
+  return (kill ? "the command is stopped in " : "the lock stops protecting the command in ") +
+         util::format_duration(left) + " unless a renewal succeeds first";
+}
+
+void Heartbeat::renewal_failed(int failures, milliseconds delay) {
+  spdlog::warn("renewing {} failed (attempt {}): {}; next try in {}, {}", lease(), failures,
+               m_trouble, util::format_duration(delay), what_is_at_stake(Clock::now()));
 }
 
 void Heartbeat::run() {
@@ -97,24 +174,34 @@ void Heartbeat::run() {
   std::mt19937 random(util::random_seed());
   std::uniform_real_distribution<double> jitter(0.5, 1.0);
   int failures = 0;
+  const bool checks = m_lease.still_holds && m_lease.check_interval;
 
   std::unique_lock lock(m_mutex);
-  time_point next = m_last_renewal_start + m_interval;
+  time_point next = m_last_renewal_start + m_options.heartbeat;
+  time_point next_check = checks ? Clock::now() + *m_lease.check_interval : time_point::max();
   for (;;) {
-    if (m_wake.wait_until(lock, next, [this] { return m_stopping; }))
+    if (m_wake.wait_until(lock, std::min(next, next_check), [this] { return m_stopping; }))
       return;
+    if (Clock::now() < next) {  // a check is due, not a renewal
+      if (!check(lock))
+        return;
+      next_check = Clock::now() + *m_lease.check_interval;
+      continue;
+    }
     lock.unlock();
-    time_point start = std::chrono::steady_clock::now();
+    time_point start = Clock::now();
     RenewOutcome outcome = attempt();
     lock.lock();
     switch (outcome) {
       case RenewOutcome::renewed:
         // The server's lease runs from no earlier than this attempt's start.
         m_last_renewal_start = std::max(m_last_renewal_start, start);
+        m_last_held = std::max(m_last_held, start);
         if (failures > 0)
-          spdlog::info("lease renewed after {} failed attempts", failures);
+          spdlog::warn("renewed {} again after {} failed attempt{}", lease(), failures,
+                       failures == 1 ? "" : "s");
         failures = 0;
-        next = start + m_interval;
+        next = start + m_options.heartbeat;
         announce();
         break;
       case RenewOutcome::lost:
@@ -123,10 +210,9 @@ void Heartbeat::run() {
         return;
       case RenewOutcome::unavailable: {
         ++failures;
-        auto delay = retry_delay(failures, m_interval, jitter(random));
-        spdlog::warn("cannot renew the lease (attempt {}); retrying in {}", failures,
-                     util::format_duration(delay));
-        next = std::chrono::steady_clock::now() + delay;
+        auto delay = retry_delay(failures, m_options.heartbeat, jitter(random));
+        renewal_failed(failures, delay);
+        next = Clock::now() + delay;
         break;
       }
     }

@@ -1,11 +1,13 @@
 // The heartbeat of `clock run`: a thread that renews the lease every
-// --heartbeat, retries an unavailable backend with jittered backoff, and
+// --heartbeat, retries an unavailable backend with jittered backoff, checks
+// between renewals that the lease is still held where that is cheap, and
 // tells the main loop when a renewal succeeded or the lease was lost.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "run/options.hpp"
@@ -16,10 +18,10 @@ class Heartbeat {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  // Starts the thread; the first renewal is due one interval after
-  // `first_renewal_start`. `renew` must outlive the Heartbeat. Start it only
-  // after every fork.
-  Heartbeat(const Renew& renew, milliseconds interval, time_point first_renewal_start);
+  // Starts the thread; the first renewal is due one --heartbeat after
+  // `first_renewal_start`. `options` and `lease` must outlive the Heartbeat.
+  // Start it only after every fork.
+  Heartbeat(const RunOptions& options, const LeaseKeeping& lease, time_point first_renewal_start);
   ~Heartbeat();  // stop()
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
@@ -40,22 +42,33 @@ class Heartbeat {
   // The start of the last successful renewal (or of the grant).
   time_point last_renewal_start() const;
 
-  // A renewal found the lease gone or another owner's.
+  // The last moment the lease is known to have been held: the start of the
+  // last successful renewal or of the last check that found it held (or the
+  // grant). A loss found later happened after it.
+  time_point last_held() const;
+
+  // A renewal or a check found the lease gone or another owner's.
   bool lost() const;
 
  private:
   void run();
   RenewOutcome attempt();
+  bool check(std::unique_lock<std::mutex>& lock);
+  void renewal_failed(int failures, milliseconds delay);
+  std::string what_is_at_stake(time_point now) const;
+  std::string lease() const;
   void announce();
 
-  const Renew& m_renew;
-  const milliseconds m_interval;
+  const RunOptions& m_options;
+  const LeaseKeeping& m_lease;
   int m_news_fd = -1;
+  std::string m_trouble;  // why the last renewal failed, in our words (heartbeat thread only)
 
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stopping = false;
   time_point m_last_renewal_start;
+  time_point m_last_held;
   bool m_lost = false;
 
   std::thread m_thread;  // last: started once everything above exists

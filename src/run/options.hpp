@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,18 @@ struct RunOptions {
 // uses. A clk::Error(not_owner) it throws counts as `lost`, any other
 // exception as `unavailable`.
 using Renew = std::function<RenewOutcome()>;
+
+// Whether the lease is still held, asked between renewals on the heartbeat
+// thread: false once it is found gone, expired or another token's. An
+// exception means "cannot tell now": the next renewal decides.
+using StillHolds = std::function<bool()>;
+
+// How the heartbeat keeps the lease and watches for its loss.
+struct LeaseKeeping {
+  Renew renew;
+  StillHolds still_holds;  // empty: a loss is found by the next renewal
+  // How often to ask still_holds; none: never (the backend has no cheap check).
+  std::optional<milliseconds> check_interval;
+};
 
 }  // namespace clk::run

@@ -66,6 +66,9 @@ class Supervision {
       m_out_of_time_at = started + options.max_runtime;
   }
 
+  // Whether the child was stopped because the lease was lost.
+  bool stopped_for_lost_lease() const { return m_stopping == Stopping::lease_lost; }
+
   // Runs until the child is reaped (and, when --max-runtime stopped it, until
   // the rest of its group is gone too).
   Ending run() {
@@ -132,9 +135,7 @@ class Supervision {
     bool lost = m_heartbeat->lost();
     Clock::time_point last = m_heartbeat->last_renewal_start();
     if (!lost && now < lease_deadline(last, m_options.ttl, m_options.kill_after)) {
-      if (m_warned)
-        spdlog::warn("{} was renewed again", lease());
-      m_warned = false;
+      m_warned = false;  // renewed in time again: the heartbeat has said so
       return;
     }
     std::string why =
@@ -265,15 +266,15 @@ class Supervision {
 }  // namespace
 
 int supervise(const RunOptions& options, const Renew& renew, Clock::time_point first_renewal_start,
-              const std::function<void(int status)>& after_child) {
+              const AfterChild& after_child) {
   check_timing(options);
   Guard guard;
-  return supervise(options, guard, renew, first_renewal_start, after_child);
+  return supervise(options, guard, LeaseKeeping{renew, {}, std::nullopt}, first_renewal_start,
+                   after_child);
 }
 
-int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
-              Clock::time_point first_renewal_start,
-              const std::function<void(int status)>& after_child) {
+int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease,
+              Clock::time_point first_renewal_start, const AfterChild& after_child) {
   check_timing(options);
   Command command(options.argv, options.extra_env);
   SignalRelay relay;
@@ -290,15 +291,14 @@ int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
   terminal.give_to(group);  // the child took it already; this records it
   if (spawned.pid < 0) {
     guard.stand_down();
-    if (after_child)
-      after_child(spawned.status);
-    return spawned.status;
+    RunEnd end{spawned.status, false, first_renewal_start};
+    return after_child ? after_child(end) : end.status;
   }
 
   std::optional<Heartbeat> heartbeat;
   if (options.ttl > milliseconds::zero()) {
     try {
-      heartbeat.emplace(renew, options.heartbeat, first_renewal_start);
+      heartbeat.emplace(options, lease, first_renewal_start);
     } catch (...) {
       // Never leave the command running without renewals.
       kill(-group, SIGKILL);
@@ -307,9 +307,14 @@ int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
       throw;
     }
   }
-  auto [status, out_of_time] = Supervision(options, spawned.pid, group, relay,
-                                           heartbeat ? &*heartbeat : nullptr, terminal, started)
-                                   .run();
+  Supervision supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr,
+                          terminal, started);
+  auto [status, out_of_time] = supervision.run();
+  RunEnd end{status, supervision.stopped_for_lost_lease(), first_renewal_start};
+  if (heartbeat) {
+    heartbeat->stop();
+    end.last_held = heartbeat->last_held();
+  }
   heartbeat.reset();
   terminal.take_back();
   // The guard is told first and reaped last (its destructor): it exits while
@@ -317,9 +322,7 @@ int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
   guard.stand_down();
   if (out_of_time && options.on_out_of_time)
     options.on_out_of_time();
-  if (after_child)
-    after_child(status);
-  return status;
+  return after_child ? after_child(end) : end.status;
 }
 
 }  // namespace clk::run

@@ -12,6 +12,18 @@
 
 namespace clk::run {
 
+// How the command's run ended, for what comes after it (the release).
+struct RunEnd {
+  int status = 0;  // what clock exits with, unless what comes after finds otherwise
+  bool stopped_for_lost_lease = false;  // the child was stopped and the loss reported (79)
+  // The last moment the lease is known to have been held (Heartbeat::last_held;
+  // the grant with --ttl 0): a loss found afterwards happened after it.
+  std::chrono::steady_clock::time_point last_held;
+};
+
+// Runs once the child is gone; returns the status clock exits with.
+using AfterChild = std::function<int(const RunEnd& end)>;
+
 // Runs the command to completion. Returns the exit status clock should exit
 // with: the child's, 128+N for a child killed by signal N, 126/127 when it
 // could not be executed, 79 when the lease was lost and the child stopped, or
@@ -24,17 +36,18 @@ namespace clk::run {
 // clk::Error(usage) for an empty argv or timings check_timing refuses, and
 // clk::Error(cannot_execute) when the process limits forbid a fork.
 // `after_child` (optional) runs once the child is gone and the renewals have
-// stopped, given the status clock will exit with (the release goes there),
-// while the guard process exits beside it.
+// stopped, given how it ended (the release goes there), while the guard
+// process exits beside it; what it returns is what supervise() returns.
 int supervise(const RunOptions& options, const Renew& renew,
               std::chrono::steady_clock::time_point first_renewal_start,
-              const std::function<void(int status)>& after_child = {});
+              const AfterChild& after_child = {});
 
-// The same with the guard process forked earlier by the caller: `clock run`
+// The same with the guard process forked earlier by the caller (`clock run`
 // forks it before it connects and waits, while clock is small and not
-// between a grant and the child's start (the hand-over path).
-int supervise(const RunOptions& options, Guard& guard, const Renew& renew,
+// between a grant and the child's start: the hand-over path), and with a
+// check between renewals that finds a lost lease sooner.
+int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease,
               std::chrono::steady_clock::time_point first_renewal_start,
-              const std::function<void(int status)>& after_child);
+              const AfterChild& after_child);
 
 }  // namespace clk::run

@@ -219,6 +219,18 @@ class Store {
   // another token (recorded as lost); nothing is extended then.
   virtual void renew(const RenewRequest& request) = 0;
 
+  // Whether the owner still holds a live lease on every resource of `held`
+  // under its token (`held.ttl` is not used): what a renewal would find,
+  // without extending anything or recording a loss. Throws like renew() when
+  // the backend cannot be asked.
+  virtual bool still_holds(const RenewRequest& held) = 0;
+
+  // How often a holder may call still_holds() between renewals to learn of a
+  // loss promptly: where it is cheap (SQLite re-reads the lease only after
+  // another process committed); none where it costs a round trip, and a loss
+  // is found by the next renewal instead (PostgreSQL).
+  virtual std::optional<milliseconds> still_holds_interval() const = 0;
+
   // Undoes one re-entry of each resource, removing the lease at depth zero.
   // Throws the refusal_error of the first resource this owner does not hold
   // (or, forced, that nobody holds), after releasing the others. A lease found

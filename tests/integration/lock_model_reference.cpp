@@ -7,7 +7,6 @@ namespace clk::test::model {
 StepResult Reference::play(int index, const Step& step) {
   StepResult result;
   m_events = &result.events;
-  m_cycle_beyond_sqlite = false;
   switch (step.op) {
     case Op::acquire:
     case Op::wait: {
@@ -68,7 +67,6 @@ Reference::Attempt Reference::attempt(int index, const Step& step, bool queue, b
     // Only the first attempt of a request by an owner others may wait for
     // looks for a cycle, as in both stores.
     if (first && holds_or_waits(id(step.owner)) && closes_cycle(id(step.owner), in_the_way)) {
-      m_cycle_beyond_sqlite = !closes_cycle(id(step.owner), in_the_way, false);
       dequeue(step, resources);
       return {Attempt::deadlock, {}};
     }
@@ -217,18 +215,9 @@ std::vector<lock::Waiter> Reference::earlier_waiters(const lock::Claim& claim) c
   return earlier;
 }
 
-// Who a queued claim waits for: the holders and earlier waiters in its way;
-// without `queue_edges`, as SQLite's search sees it: the holders of
-// conflicting leases only.
-std::vector<lock::OwnerId> Reference::blockers(const lock::Claim& claim, bool queue_edges) const {
+// Who a queued claim waits for: the holders and earlier waiters in its way.
+std::vector<lock::OwnerId> Reference::blockers(const lock::Claim& claim) const {
   std::vector<lock::OwnerId> owners;
-  if (!queue_edges) {
-    for (const auto& lease : live_leases()) {
-      if (lock::conflicts(claim, lock::claim_of(lease)))
-        owners.push_back(lease.owner);
-    }
-    return owners;
-  }
   auto decision = lock::decide(claim, live_leases(), earlier_waiters(claim));
   for (const auto& lease : decision.blocking_leases)
     owners.push_back(lease.owner);
@@ -258,7 +247,7 @@ bool Reference::holds_or_waits(const lock::OwnerId& owner) const {
 // Follows "waits for" edges (a queued request to the owners in its way) from
 // the owners in the requester's way; reaching the requester closes a cycle.
 bool Reference::closes_cycle(const lock::OwnerId& requester,
-                             const std::vector<lock::OwnerId>& first, bool queue_edges) const {
+                             const std::vector<lock::OwnerId>& first) const {
   std::vector<lock::OwnerId> frontier = first;
   std::set<lock::OwnerId> visited;
   while (!frontier.empty()) {
@@ -269,7 +258,7 @@ bool Reference::closes_cycle(const lock::OwnerId& requester,
     for (const auto& q : m_waiters) {
       if (q.waiter.owner != owner)
         continue;
-      for (const auto& next : blockers(lock::claim_of(q.waiter), queue_edges)) {
+      for (const auto& next : blockers(lock::claim_of(q.waiter))) {
         if (next == requester)
           return true;
         frontier.push_back(next);

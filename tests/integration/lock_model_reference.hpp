@@ -68,10 +68,6 @@ class Reference {
                        [&](const Queued& q) { return q.owner == owner; });
   }
   bool anyone_queued() const { return !m_waiters.empty(); }
-  // True when the last step's deadlock needs an edge that SQLite's search
-  // does not follow beyond the first owner (an earlier waiter in the way, or
-  // a full semaphore): PostgreSQL and the model find it, SQLite does not.
-  bool last_cycle_beyond_sqlite() const { return m_cycle_beyond_sqlite; }
   // What the generator aims at: live leases, and what queued requests wait for.
   struct Holding {
     int owner, ns;
@@ -128,11 +124,10 @@ class Reference {
   void expire_related(const std::string& ns, const lock::Resource& resource);
   std::vector<lock::Lease> live_leases() const;
   std::vector<lock::Waiter> earlier_waiters(const lock::Claim& claim) const;
-  std::vector<lock::OwnerId> blockers(const lock::Claim& claim, bool queue_edges) const;
+  std::vector<lock::OwnerId> blockers(const lock::Claim& claim) const;
   Held* find(const std::string& ns, const std::string& resource, const lock::OwnerId& owner);
   bool holds_or_waits(const lock::OwnerId& owner) const;
-  bool closes_cycle(const lock::OwnerId& requester, const std::vector<lock::OwnerId>& first,
-                    bool queue_edges = true) const;
+  bool closes_cycle(const lock::OwnerId& requester, const std::vector<lock::OwnerId>& first) const;
   void wake_waiters(StepResult& result);
   std::vector<std::string> queue() const;
 
@@ -142,7 +137,6 @@ class Reference {
   lock::Token m_last_token = 0;
   std::int64_t m_last_position = 0;
   std::vector<std::string>* m_events = nullptr;
-  bool m_cycle_beyond_sqlite = false;
 };
 
 }  // namespace clk::test::model

@@ -10,8 +10,6 @@
 // CLOCK_TEST_BACKEND=postgres (SQLite is a file in the test directory) and is
 // skipped otherwise. CLOCK_DIFF_SEED=N replays one sequence;
 // CLOCK_DIFF_SEQUENCES=N plays N; CLOCK_DIFF_VERBOSE=1 shows each;
-// CLOCK_DIFF_KNOWN_DIVERGENCES=1 also makes the steps on which the stores are
-// known to part (Generator::meets_known_divergence).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -64,18 +62,9 @@ std::string owner_id(unsigned seed, int index) {
 // queued request only release or renew (their waiting process is busy).
 class Generator {
  public:
-  // `known_divergences`: also make the steps on which the stores are known
-  // to part (see meets_known_divergence).
-  Generator(unsigned seed, model::Reference& reference, bool known_divergences)
-      : m_random(seed), m_reference(reference), m_known_divergences(known_divergences) {}
+  Generator(unsigned seed, model::Reference& reference) : m_random(seed), m_reference(reference) {}
 
-  std::vector<Step> next(int steps_left) {
-    for (;;) {
-      auto steps = candidate(steps_left);
-      if (m_known_divergences || !meets_known_divergence(steps))
-        return steps;
-    }
-  }
+  std::vector<Step> next(int steps_left) { return candidate(steps_left); }
 
  private:
   std::vector<Step> candidate(int steps_left) {
@@ -90,27 +79,6 @@ class Generator {
         return {*unblocker};
     }
     return {one_step()};
-  }
-
-  // Where the stores part today (issue 13), the model sides with PostgreSQL,
-  // and such steps are not generated until the stores agree:
-  // - an acquire refused as a usage error (64, e.g. an upgrade from shared)
-  //   after it found an expired related lease: PostgreSQL keeps the expiry
-  //   it recorded, SQLite rolls it back with the refusal (and records it at
-  //   the next request that meets the lease);
-  // - a deadlock whose cycle runs through an earlier waiter or a full
-  //   semaphore beyond the first owner: PostgreSQL finds it (76), SQLite's
-  //   search follows lease holders only and misses it (75, or a wait).
-  bool meets_known_divergence(const std::vector<Step>& steps) const {
-    model::Reference trial = m_reference;
-    for (const auto& step : steps) {
-      auto result = trial.play(k_steps, step);
-      bool expiry = std::any_of(result.events.begin(), result.events.end(),
-                                [](const std::string& e) { return e.starts_with("expired"); });
-      if ((result.exit == 64 && expiry) || trial.last_cycle_beyond_sqlite())
-        return true;
-    }
-    return false;
   }
 
   int pick(int n) { return static_cast<int>(m_random() % static_cast<unsigned>(n)); }
@@ -222,7 +190,6 @@ class Generator {
 
   std::mt19937 m_random;
   model::Reference& m_reference;
-  bool m_known_divergences;
 };
 
 Sequence generate(unsigned seed) {
@@ -232,7 +199,7 @@ Sequence generate(unsigned seed) {
   for (int i = 0; i < 3; ++i)
     sequence.owners.push_back(owner_id(seed, i));
   model::Reference reference(sequence.namespaces, sequence.owners);
-  Generator generator(seed, reference, std::getenv("CLOCK_DIFF_KNOWN_DIVERGENCES") != nullptr);
+  Generator generator(seed, reference);
   while (static_cast<int>(sequence.steps.size()) < k_steps) {
     for (auto& step : generator.next(k_steps - static_cast<int>(sequence.steps.size()))) {
       reference.play(static_cast<int>(sequence.steps.size()), step);

@@ -6,6 +6,7 @@
 // test server and bring it back before they return, whatever happened.
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -43,6 +44,44 @@ std::optional<Acquired> acquire_losing_reply(const TestEnv& env,
 }  // namespace
 
 TEST_SUITE("faults-postgres") {
+  TEST_CASE(
+      "PostgreSQL down for a while under a running job: one line per failed renewal in our "
+      "words, one line when renewals succeed again, exit 0" *
+      doctest::timeout(300) * ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    pg::ServerRestorer restorer(env);  // after env: the server is up before env drops its database
+    REQUIRE(pg::server_answers(env));
+    auto holder = env.spawn(
+        env.clock_command({"run", "--ttl", "30s", "--heartbeat", "1s", "--kill-after", "1s", "-r",
+                           "job", "--", "sh", "-c", env.holding_script("holder")}));
+    REQUIRE(env.await_started("holder"));
+    REQUIRE_EXIT(pg::pg_ctl(env, {"stop", "-m", "immediate"}), 0);
+    std::this_thread::sleep_for(4s);  // a few failed renewals
+    REQUIRE_EXIT(pg::pg_ctl(env, {"start"}), 0);
+    REQUIRE(await([&] { return pg::server_answers(env); }, 60s, 100ms));
+    std::this_thread::sleep_for(3s);  // a renewal succeeds again
+    env.let_go("holder");
+    Result finished = holder->wait(60s);
+    CHECK_EXIT(finished, 0);
+    int failures = 0;
+    for (const auto& line : finished.err_lines()) {
+      CAPTURE(line);
+      CHECK(line.find("client encoding") == std::string::npos);
+      CHECK(line.find("clock status") == std::string::npos);
+      if (line.find("renewing the lease on job failed (attempt ") == std::string::npos)
+        continue;
+      ++failures;
+      CHECK(line.find("the database is unavailable; next try in ") != std::string::npos);
+      CHECK(line.find("the command is stopped in ") != std::string::npos);
+    }
+    INFO(finished.err);
+    CHECK(failures >= 1);
+    // Every line is a failed attempt but the last, which says it is over.
+    CHECK(finished.err_lines().size() == static_cast<std::size_t>(failures) + 1);
+    CHECK(finished.err.find("renewed the lease on job again after " + std::to_string(failures) +
+                            " failed attempt") != std::string::npos);
+  }
+
   TEST_CASE(
       "PostgreSQL down for longer than the TTL: the child is stopped, clock exits 79, a "
       "newcomer exits 69 at once, and the next holder runs only after" *

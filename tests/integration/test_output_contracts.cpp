@@ -164,9 +164,10 @@ TEST_SUITE("output contracts") {
     env.acquire({"-n", "-r", "c"});
     CHECK_EXIT(env.clock({"renew", "-r", "d", "--owner", d.owner}), 77);
     // runs that did not happen: skipped (-n) and timed_out (-w) behind c's
-    // holder, killed is added by the runtime limit
+    // holder, killed at the runtime limit
     CHECK_EXIT(env.clock({"run", "-n", "-E", "0", "-r", "c", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "-w", "200ms", "-r", "c", "--", "true"}), 75);
+    CHECK_EXIT(env.clock({"run", "--max-runtime", "200ms", "-r", "k", "--", "sleep", "30"}), 124);
 
     Result history = env.clock({"history", "--format", "json"});
     REQUIRE_EXIT(history, 0);
@@ -180,7 +181,7 @@ TEST_SUITE("output contracts") {
     for (const auto& event : events)
       kinds.insert(event["event"].get<std::string>());
     CHECK(kinds == std::set<std::string>{"acquired", "released", "forced", "expired", "lost",
-                                         "skipped", "timed_out"});
+                                         "skipped", "timed_out", "killed"});
     for (const auto& event : events) {
       if (event["event"] == "forced")
         CHECK(event["by"].get<std::string>().find('@') != std::string::npos);

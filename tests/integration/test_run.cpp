@@ -228,4 +228,91 @@ TEST_SUITE("run") {
     REQUIRE(holders.size() == 1);
     CHECK(holders[0]["owner"] == other.owner);
   }
+
+  // The "ran unprotected since" line of a run whose lease was lost before the
+  // command finished and found lost only by the release after it.
+  bool says_ran_unprotected(const Result& result) {
+    static const std::regex line(
+        "the command finished with status 0 but ran unprotected since "
+        "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z");
+    return std::regex_search(result.err, line);
+  }
+
+  TEST_CASE(
+      "a lease force-released while the command runs, found lost only by the release after a "
+      "command that exits 0, makes clock run exit 79 saying since when" *
+      only_on("postgres")) {
+    // PostgreSQL has no check between renewals: the first renewal is 30 s
+    // away, so only the release finds the loss.
+    TestEnv env;
+    auto run = env.spawn(
+        env.clock_command({"run", "-r", "x", "--", "sh", "-c", env.holding_script("child")}));
+    REQUIRE(env.await_started("child"));
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--force"}), 0);
+    env.let_go("child");
+    Result finished = run->wait(60s);
+    CHECK_EXIT(finished, 79);
+    CHECK_MESSAGE(says_ran_unprotected(finished), finished.err);
+    CHECK(finished.err_lines().size() == 1);
+  }
+
+  TEST_CASE(
+      "with --on-lease-lost warn, a command that ran on after its lease was force-released and "
+      "exits 0 makes clock run exit 79 saying since when") {
+    TestEnv env;
+    auto run = env.spawn(env.clock_command({"run", "-r", "x", "--on-lease-lost", "warn", "--", "sh",
+                                            "-c", env.holding_script("child")}));
+    REQUIRE(env.await_started("child"));
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--force"}), 0);
+    Acquired other = env.acquire({"-n", "-r", "x"});  // someone else now holds it
+    env.let_go("child");
+    Result finished = run->wait(60s);
+    CHECK_EXIT(finished, 79);
+    CHECK_MESSAGE(says_ran_unprotected(finished), finished.err);
+    // Its release leaves the new holder's lease alone.
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["owner"] == other.owner);
+  }
+
+  TEST_CASE(
+      "on SQLite a holder learns within about a second that its lease was force-released, "
+      "stops its command and exits 79" *
+      only_on("sqlite")) {
+    // Default --ttl and --heartbeat: the first renewal is 30 s away.
+    TestEnv env;
+    auto run = env.spawn(env.clock_command(
+        {"run", "-r", "x", "--", "sh", "-c", "echo $$ > \"$T_DIR/pid\"; exec sleep 60"}));
+    pid_t child = await_pid_file(env, "pid");
+    REQUIRE(child > 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--force"}), 0);
+    auto released = Clock::now();
+    Result stopped = run->wait(20s);  // generous: the notice comes in well under a second
+    double seconds = std::chrono::duration<double>(Clock::now() - released).count();
+    CHECK_EXIT(stopped, 79);
+    bool gone = await([&] { return !process_alive(child); }, 5s);
+    if (!gone)
+      kill(child, SIGKILL);  // do not leave it behind
+    CHECK_MESSAGE(gone, "the command kept running after its lease was lost");
+    CHECK(stopped.err.find("the lease on x was lost") != std::string::npos);
+    MESSAGE("clock run exited " << stopped.status << " " << seconds
+                                << " s after the forced release returned");
+  }
+
+  TEST_CASE(
+      "a holder's checks between renewals take other processes' commits and its own nested "
+      "re-entry for what they are, not for a loss") {
+    TestEnv env;
+    std::string nested = "\"" + TestEnv::clock_binary() + "\" run -r x -- true || exit 9\n";
+    auto run = env.spawn(env.clock_command(
+        {"run", "-r", "x", "--", "sh", "-c", env.holding_script("child", nested)}));
+    REQUIRE(env.await_started("child"));
+    for (int i = 0; i < 5; ++i) {
+      CHECK_EXIT(env.clock({"run", "-r", "y", "--", "sleep", "0.1"}), 0);
+    }
+    env.let_go("child");
+    Result finished = run->wait(60s);
+    CHECK_EXIT(finished, 0);
+    CHECK(finished.err.empty());
+  }
 }

@@ -21,6 +21,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "error.hpp"
 #include "run/supervise.hpp"
 
 using namespace std::chrono_literals;
@@ -297,6 +298,68 @@ TEST_CASE("a single failed renewal followed by successes does not stop the child
   CHECK(calls >= 10);
 }
 
+TEST_CASE("each failed renewal is one line in our words: what failed, the next try, time left") {
+  CapturedLog log;
+  ScratchDir dir;
+  RunOptions options =
+      with_lease(shell("until [ -e " + dir.file("done") + " ]; do sleep 0.01; done; exit 0"));
+  options.lease_name = "x";
+  std::atomic<int> calls = 0;
+  auto renew = [&] {
+    int call = ++calls;
+    if (call <= 2)
+      throw clk::Error(clk::ExitCode::unavailable,
+                       "lost the connection: Could not obtain client encoding: not connected.; "
+                       "retry, or look with 'clock status'");
+    dir.touch("done");
+    return RenewOutcome::renewed;
+  };
+  CHECK(supervise(options, renew) == 0);
+  INFO(log.text());
+  std::string text = log.text();
+  auto lines_with = [&](const std::string& part) {
+    int count = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+      ++count;
+    return count;
+  };
+  CHECK(lines_with("renewing the lease on x failed (attempt 1): the database is unavailable; "
+                   "next try in ") == 1);
+  CHECK(lines_with("failed (attempt 2)") == 1);
+  CHECK(lines_with("the command is stopped in ") == 2);
+  CHECK(lines_with("retry, or look with") == 2);  // the debug lines only, "in full"
+  CHECK(lines_with("in full") == 2);
+  CHECK(log.contains("renewed the lease on x again after 2 failed attempts"));
+}
+
+TEST_CASE("a check between renewals that finds the lease lost stops the child at once") {
+  CapturedLog log;
+  ScratchDir dir;
+  RunOptions options = shell("touch " + dir.file("ready") + "; while :; do sleep 0.01; done");
+  options.ttl = 30s;
+  options.heartbeat = 10s;
+  options.kill_after = 1s;
+  options.lease_name = "x";
+  clk::run::LeaseKeeping keeping;
+  std::atomic<int> renewals = 0;
+  keeping.renew = [&] {
+    ++renewals;
+    return RenewOutcome::renewed;
+  };
+  keeping.still_holds = [&] { return !dir.has("ready"); };
+  keeping.check_interval = 50ms;
+  auto start = Clock::now();
+  {
+    clk::run::Guard guard;  // reaped as it goes out of scope
+    CHECK(clk::run::supervise(options, guard, keeping, Clock::now(), {}) == 79);
+  }
+  CHECK(Clock::now() - start < 5s);  // not the renewal 10s in
+  CHECK(renewals == 0);
+  CHECK(no_children_left());
+  INFO(log.text());
+  CHECK(log.contains("the lease on x was lost"));
+}
+
 TEST_CASE("with --on-lease-lost warn the child keeps running and its status is passed through") {
   CapturedLog log;
   ScratchDir dir;
@@ -308,14 +371,14 @@ TEST_CASE("with --on-lease-lost warn the child keeps running and its status is p
   std::thread operator_([&] {
     wait_for([&] { return log.contains("keeps running"); });
     recovered = true;
-    wait_for([&] { return log.contains("renewed again"); });
+    wait_for([&] { return log.contains("again after"); });
     dir.touch("go");
   });
   CHECK(supervise(options, renew) == 4);
   operator_.join();
   INFO(log.text());
   CHECK(log.contains("keeps running"));
-  CHECK(log.contains("renewed again"));
+  CHECK(log.contains("renewed the lease again after"));
 }
 
 TEST_CASE("with --ttl 0 there are no renewals") {

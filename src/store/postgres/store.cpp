@@ -235,6 +235,24 @@ void PostgresStore::renew(const RenewRequest& request) {
     throw refusal_error(Operation::renew, lost.front(), request.owner);
 }
 
+bool PostgresStore::still_holds(const RenewRequest& held) {
+  for (std::size_t i = 0; i < held.resources.size(); ++i) {
+    const auto& resource = held.resources[i];
+    StatusQuery query;
+    query.ns = held.ns;
+    query.prefix = resource;
+    auto snapshot = status(query);
+    bool found = std::any_of(snapshot.holders.begin(), snapshot.holders.end(),
+                             [&](const lock::Lease& lease) {
+                               return lease.resource == resource && lease.owner == held.owner &&
+                                      (held.tokens.empty() || lease.token == held.tokens[i]);
+                             });
+    if (!found)
+      return false;
+  }
+  return true;
+}
+
 std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
   std::vector<Refused> failures;
   pg::ReleaseReply reply;

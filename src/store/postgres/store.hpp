@@ -46,6 +46,12 @@ class PostgresStore final : public Store {
   // Idempotent: after a dropped connection it is retried once on a fresh one
   // (the retry settles an outcome the first attempt left unknown).
   void renew(const RenewRequest& request) override;
+  // A read of the status function per resource: a round trip each, so it is
+  // not polled (still_holds_interval() is none).
+  bool still_holds(const RenewRequest& held) override;
+  std::optional<std::chrono::milliseconds> still_holds_interval() const override {
+    return std::nullopt;
+  }
   // Not retried after a dropped connection (a second try would undo another
   // re-entry): throws unavailable; `clock status` shows what happened.
   std::vector<Released> release(const ReleaseRequest& request) override;

@@ -69,6 +69,8 @@ class SqliteStore final : public Store {
                          const std::optional<InTheWay>& in_the_way) override;
   void wait_for_change(steady_clock::time_point until) override;
   void renew(const RenewRequest& request) override;
+  bool still_holds(const RenewRequest& held) override;
+  std::optional<milliseconds> still_holds_interval() const override { return milliseconds(200); }
   std::vector<Released> release(const ReleaseRequest& request) override;
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
@@ -110,6 +112,9 @@ class SqliteStore final : public Store {
 
   Database m_db;
   std::int64_t m_seen_version = -1;  // data_version inside our last transaction
+  // still_holds(): the data_version at which `m_held_owner` last held its leases.
+  std::int64_t m_held_version = -1;
+  std::string m_held_owner;
 };
 
 std::int64_t SqliteStore::now_ms() {
@@ -471,8 +476,9 @@ bool SqliteStore::may_close_cycle(const LockRequest& request, std::int64_t now) 
 }
 
 // Follows "waits for" edges from the owners in our way: an owner waiting (in
-// the queue) for a resource that a conflicting lease, or a conflicting queue
-// entry ahead of it, of ours or of an owner further along the chain holds
+// the queue) for a resource that a conflicting lease (or a holder of a full
+// semaphore), or a conflicting queue entry ahead of it, of ours or of an
+// owner further along the chain holds
 // (the edges of waits_for() in sql/postgres/functions/20_acquire.sql).
 // Reaching ourselves closes a cycle.
 std::optional<Cycle> SqliteStore::find_cycle(const LockRequest& request,
@@ -511,10 +517,22 @@ std::optional<Cycle> SqliteStore::find_cycle(const LockRequest& request,
         std::string host;
       };
       std::vector<Edge> edges;
+      std::vector<lock::Lease> live;
       for (auto& row : related_leases(wait.ns, wait.resource)) {
         const auto& lease = row.lease;
-        bool live = !lease.expires_at || sqlite::ms_of(*lease.expires_at) > now;
-        if (live && lock::conflicts(lock::claim_of(wait), lock::claim_of(lease)))
+        if (!lease.expires_at || sqlite::ms_of(*lease.expires_at) > now)
+          live.push_back(lease);
+      }
+      // A semaphore's holders are in the way of its waiter only when it is
+      // full (they do not conflict pairwise).
+      auto same_semaphore = [&](const lock::Lease& lease) {
+        return wait.slots > 0 && lease.slots > 0 && lease.resource == wait.resource &&
+               lease.owner != wait.owner;
+      };
+      auto holders = std::count_if(live.begin(), live.end(), same_semaphore);
+      for (const auto& lease : live) {
+        bool full_semaphore = same_semaphore(lease) && holders >= wait.slots;
+        if (lock::conflicts(lock::claim_of(wait), lock::claim_of(lease)) || full_semaphore)
           edges.push_back({lease.owner, lease.info.host});
       }
       for (auto& row : related_waiters(wait.ns, wait.resource, now)) {
@@ -629,6 +647,35 @@ void SqliteStore::renew(const RenewRequest& request) {
     update.reset();
   }
   tx.commit();
+}
+
+// Polled every few hundred ms by a holder, so it reads PRAGMA data_version
+// (microseconds) and re-reads the leases only when another process committed
+// since they were last found held: our own commits do not change it. An
+// expiry changes nothing in the file; the holder's own deadline covers it.
+bool SqliteStore::still_holds(const RenewRequest& held) {
+  auto version = m_db.data_version();
+  std::string holder = held.ns + '\n' + held.owner.str();
+  if (version == m_held_version && holder == m_held_owner)
+    return true;
+  sqlite::ReadTransaction tx(m_db);
+  auto now = now_ms();
+  auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                           " FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  for (std::size_t i = 0; i < held.resources.size(); ++i) {
+    find.bind(1, held.ns).bind(2, held.resources[i].str()).bind(3, held.owner.str());
+    if (!find.step())
+      return false;
+    auto row = sqlite::read_lease(find);
+    find.reset();
+    bool token_ok = held.tokens.empty() || row.lease.token == held.tokens[i];
+    bool live = !row.lease.expires_at || sqlite::ms_of(*row.lease.expires_at) > now;
+    if (!token_ok || !live)
+      return false;
+  }
+  m_held_version = version;
+  m_held_owner = std::move(holder);
+  return true;
 }
 
 std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
