@@ -136,6 +136,10 @@ _clock()
             esac
             return
             ;;
+        --event)
+            COMPREPLY=($(compgen -W 'acquired released expired forced lost skipped timed_out killed' -- "$cur"))
+            return
+            ;;
         --on-lease-lost)
             COMPREPLY=($(compgen -W 'kill warn' -- "$cur"))
             return
@@ -160,7 +164,7 @@ _clock()
         release) opts='-r --resource --owner --force' ;;
         renew) opts='-r --resource --owner --ttl' ;;
         status) opts='--format --all' ;;
-        history) opts='--limit --format' ;;
+        history) opts='--limit --event --format' ;;
         run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --" ;;
         gc) opts='--dry-run --history-older-than' ;;
         init) opts='--print-sql' ;;
