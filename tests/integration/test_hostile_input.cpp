@@ -16,7 +16,6 @@
 #include <doctest/doctest.h>
 
 #include "harness.hpp"
-#include "postgres_tools.hpp"
 
 using namespace clk::test;
 using nlohmann::json;
@@ -277,11 +276,8 @@ TEST_SUITE("hostile input") {
     CHECK(history.out.find("hunter") == std::string::npos);
   }
 
-  TEST_CASE("a password given with --database is not in /proc/PID/cmdline while clock waits") {
-    if (!pg::enabled()) {
-      MESSAGE("skipped: needs a PostgreSQL URL (CLOCK_TEST_BACKEND=postgres)");
-      return;
-    }
+  TEST_CASE("a password given with --database is not in /proc/PID/cmdline while clock waits" *
+            only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
     Acquired holder = env.acquire({"-r", "x"});
