@@ -236,6 +236,21 @@ TEST_SUITE("run") {
     CHECK(warning.find("--kill-after") != std::string::npos);
   }
 
+  TEST_CASE("the config file's heartbeat and kill_after keep their values and are warned about") {
+    TestEnv env;
+    write_file(env.path("timings.toml"),
+               "[lock]\nttl = \"20s\"\nheartbeat = \"8s\"\n"
+               "kill_after = \"10s\"\n");
+    Result result = env.clock(
+        {"--config", env.path("timings.toml").string(), "run", "-v", "-r", "x", "--", "true"});
+    CHECK_EXIT(result, 0);
+    CHECK(result.err.find("ttl 20s, renewed every 8s, the command is stopped 11s before expiry "
+                          "(--kill-after 10s + 1s margin): rides out a database outage of 1s") !=
+          std::string::npos);
+    CHECK(result.err.find("only 1s (--ttl 20s, --heartbeat 8s, --kill-after 10s)") !=
+          std::string::npos);
+  }
+
   TEST_CASE("clock run with default timings prints nothing on a non-terminal") {
     TestEnv env;
     Result result = env.clock({"run", "-r", "x", "--", "true"});
