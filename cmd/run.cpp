@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "output/text.hpp"
 #include "run/supervise.hpp"
+#include "run/timing.hpp"
 #include "util/duration.hpp"
 #include "util/random_seed.hpp"
 #include "util/signal_flag.hpp"
@@ -136,14 +137,17 @@ Action register_run(CLI::App& app) {
   auto* command = app.add_subcommand(
       "run", "Acquire, run CMD renewing the lease, release when it exits; exit with its status");
   add_lock_flags(*command, options->lock);
-  command->add_option("--heartbeat", options->heartbeat, "Renew every D (default: TTL/3)");
+  command->add_option("--heartbeat", options->heartbeat,
+                      "Renew every D (default: TTL/10, at least 100ms; -v shows the outage the "
+                      "timings ride out)");
   command
       ->add_option("--on-lease-lost", options->on_lease_lost,
                    "kill (stop the child, exit 79) or warn (let it run on unprotected; "
                    "exit 79 once it ends)")
       ->check(CLI::IsMember({"kill", "warn"}));
   command->add_option("--kill-after", options->kill_after,
-                      "SIGKILL this long after SIGTERM (default 10s)");
+                      "SIGKILL this long after SIGTERM (default: TTL/10, at most 10s; 10s "
+                      "with --ttl 0)");
   command->add_option("--jitter", options->jitter,
                       "Wait a random part of D before the first attempt, not counted in -w "
                       "(spreads a fleet's cron burst; -v shows the delay)");
@@ -167,15 +171,20 @@ Action register_run(CLI::App& app) {
     run.argv = options->command;
     run.lease_name = lock::join(plan.request.resources, ",");
     run.ttl = plan.request.ttl;
-    run.heartbeat = options->heartbeat ? duration_flag("--heartbeat", *options->heartbeat)
-                                       : context.settings.heartbeat.value_or(run.ttl / 3);
-    run.kill_after = options->kill_after ? duration_flag("--kill-after", *options->kill_after)
-                                         : context.settings.kill_after;
+    run.heartbeat = options->heartbeat
+                        ? duration_flag("--heartbeat", *options->heartbeat)
+                        : context.settings.heartbeat.value_or(run::default_heartbeat(run.ttl));
+    run.kill_after = options->kill_after
+                         ? duration_flag("--kill-after", *options->kill_after)
+                         : context.settings.kill_after.value_or(run::default_kill_after(run.ttl));
     run.on_lease_lost =
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
     run.max_runtime = options->max_runtime ? duration_flag("--max-runtime", *options->max_runtime)
                                            : std::chrono::milliseconds(0);
     run::check_timing(run);
+    spdlog::info("{}", run::budget_summary(run));
+    if (auto warning = run::thin_budget_warning(run))
+      spdlog::warn("{}", *warning);
     auto jitter = options->jitter ? duration_flag("--jitter", *options->jitter)
                                   : std::chrono::milliseconds(0);
     // Forked now, while clock is small (no database library loaded yet) and

@@ -26,8 +26,8 @@ struct Settings {
   std::string log_level = "warn";    // trace, debug, info, warn, error, off
   LogFormat log_format = LogFormat::text;
   milliseconds ttl = lock::k_default_ttl;
-  std::optional<milliseconds> heartbeat;  // none: a third of the TTL
-  milliseconds kill_after{10'000};
+  std::optional<milliseconds> heartbeat;   // none: run::default_heartbeat(ttl)
+  std::optional<milliseconds> kill_after;  // none: run::default_kill_after(ttl)
   milliseconds connect_timeout{5'000};
   std::string pg_schema = "clock";
   std::optional<milliseconds> history_retention;  // gc prunes history older than this

@@ -25,12 +25,24 @@ enum class RenewOutcome {
   unavailable,  // the backend could not be asked, or the answer was lost: retry
 };
 
+// The --heartbeat and --kill-after when neither flag nor config file sets
+// them. Both scale with the TTL so that a run rides out a database outage of
+// at least half its TTL (for a TTL of 500ms or more): the outage ridden out
+// is ttl - kill_after - safety margin - heartbeat, and a tenth each plus a
+// margin of at most a twentieth leave three quarters.
+// The heartbeat: ttl/10, at least 100ms so that a tiny TTL does not hammer
+// the database.
+milliseconds default_heartbeat(milliseconds ttl);
+// The grace between SIGTERM and SIGKILL: ttl/10, at most 10s; 10s without a
+// TTL, where it only paces --max-runtime's stop.
+milliseconds default_kill_after(milliseconds ttl);
+
 struct RunOptions {
   std::vector<std::string> argv;                 // the command and its arguments
   std::map<std::string, std::string> extra_env;  // CLOCK_OWNER, CLOCK_RESOURCE, CLOCK_TOKEN
   milliseconds ttl = lock::k_default_ttl;        // 0: no expiry, no renewals
-  milliseconds heartbeat{30'000};
-  milliseconds kill_after{10'000};
+  milliseconds heartbeat = default_heartbeat(lock::k_default_ttl);
+  milliseconds kill_after = default_kill_after(lock::k_default_ttl);
   LeaseLostPolicy on_lease_lost = LeaseLostPolicy::kill;
   milliseconds max_runtime{0};  // --max-runtime: stop the command after this long; 0: no limit
   // Called once --max-runtime has stopped the command, its group is gone and

@@ -3,8 +3,10 @@
 #include "run/timing.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "error.hpp"
 #include "util/duration.hpp"
@@ -28,6 +30,29 @@ milliseconds round_up_for_humans(milliseconds ttl) {
   if (ttl < 1s)
     return ttl;
   return std::chrono::ceil<std::chrono::seconds>(ttl);
+}
+
+std::string lease_label(const RunOptions& options) {
+  return options.lease_name.empty() ? "the lease" : "lease " + options.lease_name;
+}
+
+milliseconds budget_of(const RunOptions& options) {
+  return outage_budget(options.ttl, options.heartbeat, options.kill_after);
+}
+
+struct ChosenTiming {
+  std::string flag;
+  milliseconds value;
+};
+
+// The timings the operator set away from the TTL's defaults.
+std::vector<ChosenTiming> chosen_timings(const RunOptions& options) {
+  std::vector<ChosenTiming> chosen;
+  if (options.heartbeat != default_heartbeat(options.ttl))
+    chosen.push_back({"--heartbeat", options.heartbeat});
+  if (options.kill_after != default_kill_after(options.ttl))
+    chosen.push_back({"--kill-after", options.kill_after});
+  return chosen;
 }
 
 }  // namespace
@@ -56,6 +81,47 @@ milliseconds minimum_ttl(milliseconds heartbeat, milliseconds kill_after) {
     }
   }
   return high;
+}
+
+milliseconds outage_budget(milliseconds ttl, milliseconds heartbeat, milliseconds kill_after) {
+  return ttl - kill_after - safety_margin(ttl) - heartbeat;
+}
+
+std::string budget_summary(const RunOptions& options) {
+  using util::format_duration;
+  if (options.ttl <= 0ms)
+    return lease_label(options) + ": no expiry (--ttl 0): not renewed, never lost";
+  return fmt::format(
+      "{}: ttl {}, renewed every {}, the command is stopped {} before expiry (--kill-after {} "
+      "+ {} margin): rides out a database outage of {}",
+      lease_label(options), format_duration(options.ttl), format_duration(options.heartbeat),
+      format_duration(options.kill_after + safety_margin(options.ttl)),
+      format_duration(options.kill_after), format_duration(safety_margin(options.ttl)),
+      format_duration(budget_of(options)));
+}
+
+std::optional<std::string> thin_budget_warning(const RunOptions& options) {
+  using util::format_duration;
+  if (options.ttl <= 0ms || budget_of(options) >= k_thin_outage_budget)
+    return std::nullopt;
+  std::vector<ChosenTiming> chosen = chosen_timings(options);
+  if (chosen.empty())
+    return std::nullopt;
+  std::vector<std::string> settings{"--ttl " + format_duration(options.ttl)};
+  std::vector<std::string> to_shorten;
+  for (const ChosenTiming& timing : chosen) {
+    settings.push_back(timing.flag + " " + format_duration(timing.value));
+    to_shorten.push_back(timing.flag);
+  }
+  milliseconds heartbeat_default = default_heartbeat(options.ttl);
+  milliseconds kill_after_default = default_kill_after(options.ttl);
+  return fmt::format(
+      "{} rides out a database outage of only {} ({}); shorten {} (the defaults for this TTL, "
+      "--heartbeat {} and --kill-after {}, ride out {}) or lengthen --ttl",
+      lease_label(options), format_duration(std::max(budget_of(options), 0ms)),
+      fmt::join(settings, ", "), fmt::join(to_shorten, " or "), format_duration(heartbeat_default),
+      format_duration(kill_after_default),
+      format_duration(outage_budget(options.ttl, heartbeat_default, kill_after_default)));
 }
 
 void check_timing(const RunOptions& options) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
+#include <string>
 
 #include "run/options.hpp"
 
@@ -24,6 +26,26 @@ std::chrono::steady_clock::time_point lease_deadline(
 
 // The smallest TTL that check_timing accepts for these settings.
 milliseconds minimum_ttl(milliseconds heartbeat, milliseconds kill_after);
+
+// The longest database outage a run rides out, in its worst phase: the
+// outage begins just as a renewal is due, so the last renewal that succeeded
+// started a whole heartbeat earlier, and the child is stopped at that start
+// + ttl - kill_after - margin. So ttl - kill_after - safety_margin(ttl) -
+// heartbeat; negative when the timings leave no room.
+milliseconds outage_budget(milliseconds ttl, milliseconds heartbeat, milliseconds kill_after);
+
+// Below this outage budget, timings the operator chose are warned about.
+inline constexpr milliseconds k_thin_outage_budget{5'000};
+
+// The line `clock run -v` logs at start: the lease's timings and the outage
+// they ride out.
+std::string budget_summary(const RunOptions& options);
+
+// A one-line warning, naming the flags to change, when a --heartbeat or
+// --kill-after other than the TTL's default leaves under
+// k_thin_outage_budget of outage; none otherwise (the defaults scale with the
+// TTL, so a short TTL alone is the operator's choice, not a slip).
+std::optional<std::string> thin_budget_warning(const RunOptions& options);
 
 // Throws clk::Error(usage) when `ttl` is too short to renew in time and still
 // stop the child before the server could grant the lock to someone else.

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   FUZZ_CHECK(settings.config_file == "/etc/clock/fuzz.toml");
-  FUZZ_CHECK(settings.ttl.count() >= 0 && settings.kill_after.count() >= 0);
+  FUZZ_CHECK(settings.ttl.count() >= 0);
+  FUZZ_CHECK(!settings.kill_after || settings.kill_after->count() >= 0);
   FUZZ_CHECK(settings.connect_timeout.count() >= 0);
   FUZZ_CHECK(!settings.heartbeat || settings.heartbeat->count() >= 0);
   FUZZ_CHECK(settings.gc_batch_size >= 1 && settings.gc_batch_size <= 1'000'000);

@@ -208,6 +208,59 @@ TEST_SUITE("run") {
     CHECK_FALSE(fs::exists(env.path("ran")));
   }
 
+  TEST_CASE("clock run -v states the outage the lease rides out, in one line at start") {
+    TestEnv env;
+    Result result = env.clock({"run", "-v", "-r", "x", "--", "true"});
+    CHECK_EXIT(result, 0);
+    int budget_lines = 0;
+    for (const std::string& line : result.err_lines()) {
+      if (line.find("rides out a database outage of") != std::string::npos) {
+        ++budget_lines;
+        CHECK(line.find("lease x: ttl 1m30s, renewed every 9s") != std::string::npos);
+      }
+    }
+    CHECK(budget_lines == 1);
+  }
+
+  TEST_CASE("explicit timings that ride out under 5s of outage are warned about once, and run") {
+    TestEnv env;
+    Result result = env.clock({"run", "-r", "x", "--ttl", "20s", "--heartbeat", "8s",
+                               "--kill-after", "10s", "--", "sh", "-c", "touch \"$T_DIR/ran\""});
+    CHECK_EXIT(result, 0);
+    CHECK(fs::exists(env.path("ran")));
+    std::vector<std::string> lines = result.err_lines();
+    REQUIRE(lines.size() == 1);
+    const std::string& warning = lines[0];
+    CHECK(warning.find("warning") != std::string::npos);
+    CHECK(warning.find("--heartbeat") != std::string::npos);
+    CHECK(warning.find("--kill-after") != std::string::npos);
+  }
+
+  TEST_CASE("the config file's heartbeat and kill_after keep their values and are warned about") {
+    TestEnv env;
+    write_file(env.path("timings.toml"),
+               "[lock]\nttl = \"20s\"\nheartbeat = \"8s\"\n"
+               "kill_after = \"10s\"\n");
+    Result result = env.clock(
+        {"--config", env.path("timings.toml").string(), "run", "-v", "-r", "x", "--", "true"});
+    CHECK_EXIT(result, 0);
+    CHECK(result.err.find("ttl 20s, renewed every 8s, the command is stopped 11s before expiry "
+                          "(--kill-after 10s + 1s margin): rides out a database outage of 1s") !=
+          std::string::npos);
+    CHECK(result.err.find("only 1s (--ttl 20s, --heartbeat 8s, --kill-after 10s)") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("clock run with default timings prints nothing on a non-terminal") {
+    TestEnv env;
+    Result result = env.clock({"run", "-r", "x", "--", "true"});
+    CHECK_EXIT(result, 0);
+    CHECK(result.err.empty());
+    Result short_ttl = env.clock({"run", "-r", "x", "--ttl", "2s", "--", "true"});
+    CHECK_EXIT(short_ttl, 0);
+    CHECK(short_ttl.err.empty());
+  }
+
   TEST_CASE("a lease lost while the child runs stops the child and exits 79") {
     TestEnv env;
     std::string script =
