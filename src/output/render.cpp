@@ -243,6 +243,21 @@ struct ResourceMetrics {
   int waiters = 0;
 };
 
+// One counter per resource and outcome, from counts that gc does not prune,
+// so a rate() over it never sees a reset that did not happen.
+std::string runs_total(const std::vector<store::RunCount>& run_counts) {
+  std::string out =
+      "# HELP clock_runs_total Runs of the resource by outcome (acquired, skipped, timed_out, "
+      "lost, killed, forced).\n"
+      "# TYPE clock_runs_total counter\n";
+  for (const auto& run : run_counts) {
+    out += "clock_runs_total{namespace=\"" + label_value(run.ns) + "\",resource=\"" +
+           label_value(run.resource.str()) + "\",outcome=\"" +
+           std::string(store::to_string(run.outcome)) + "\"} " + std::to_string(run.count) + "\n";
+  }
+  return out;
+}
+
 std::string render_prometheus(const store::Snapshot& snapshot) {
   std::map<std::pair<std::string, std::string>, ResourceMetrics> metrics;
   for (const auto& lease : snapshot.holders) {
@@ -288,7 +303,7 @@ std::string render_prometheus(const store::Snapshot& snapshot) {
              "\",resource=\"" + label_value(key.second) + "\"} " + number + "\n";
     }
   }
-  return out;
+  return out + runs_total(snapshot.run_counts);
 }
 
 }  // namespace

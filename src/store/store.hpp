@@ -97,13 +97,6 @@ struct StatusQuery {
   bool include_expired = false;
 };
 
-struct Snapshot {
-  lock::Instant now{};  // the database's clock when the snapshot was taken
-  std::vector<lock::Lease> holders;
-  std::vector<lock::Waiter> waiters;  // in queue order
-  std::vector<bool> holder_expired;   // per holder, true for an expired lease (with --all)
-};
-
 // The end of a lease (released, expired, forced, lost), its start
 // (acquired), or a run that did not happen: skipped (refused under -n),
 // timed_out (gave up after -w), killed (stopped at its runtime limit).
@@ -113,6 +106,24 @@ std::optional<EventKind> event_kind_of(std::string_view name);
 inline constexpr EventKind k_event_kinds[] = {
     EventKind::acquired, EventKind::released, EventKind::expired,   EventKind::forced,
     EventKind::lost,     EventKind::skipped,  EventKind::timed_out, EventKind::killed};
+
+// How many times a resource's runs had one outcome (acquired, skipped,
+// timed_out, lost, killed, forced: the history events that count), since
+// the schema began counting. Kept apart from history, so gc never lowers it.
+struct RunCount {
+  std::string ns;
+  lock::Resource resource;
+  EventKind outcome = EventKind::acquired;
+  std::int64_t count = 0;
+};
+
+struct Snapshot {
+  lock::Instant now{};  // the database's clock when the snapshot was taken
+  std::vector<lock::Lease> holders;
+  std::vector<lock::Waiter> waiters;  // in queue order
+  std::vector<bool> holder_expired;   // per holder, true for an expired lease (with --all)
+  std::vector<RunCount> run_counts;   // by namespace, resource and outcome name
+};
 
 // Who held or awaited the lock when a run did not happen.
 struct InTheWay {

@@ -316,6 +316,15 @@ void write_file(const fs::path& path, const std::string& text) {
     throw std::runtime_error("cannot write " + path.string());
 }
 
+std::map<std::string, long long> runs_total(const std::string& exposition) {
+  static const std::regex sample(
+      R"re(clock_runs_total\{namespace="([^"]*)",resource="([^"]*)",outcome="([^"]*)"\} (\d+))re");
+  std::map<std::string, long long> counts;
+  for (std::sregex_iterator it(exposition.begin(), exposition.end(), sample), end; it != end; ++it)
+    counts[(*it)[1].str() + "/" + (*it)[2].str() + "/" + (*it)[3].str()] = std::stoll((*it)[4]);
+  return counts;
+}
+
 bool is_uuid(const std::string& text) {
   static const std::regex pattern(
       "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$");

@@ -118,6 +118,11 @@ struct Acquired {
 };
 Acquired parse_acquired(const std::string& json_text);
 
+// The samples of clock_runs_total in a Prometheus exposition, keyed
+// "namespace/resource/outcome" (label values unescaped only as far as the
+// test names need: they hold no '"' or '\\').
+std::map<std::string, long long> runs_total(const std::string& exposition);
+
 bool is_uuid(const std::string& text);
 std::string host_name();
 std::string random_uuid();

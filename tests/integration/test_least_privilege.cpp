@@ -81,8 +81,8 @@ long long history_rows(const TestEnv& env) {
   return std::stoll(count.out);
 }
 
-// Statements that would rewrite history, forge or drop leases, or change the
-// schema, each refused for a role that may only call the functions.
+// Statements that would rewrite history or run counts, forge or drop leases, or
+// change the schema, each refused for a role that may only call the functions.
 const std::vector<std::string> k_forbidden_sql = {
     "DELETE FROM clock.history",
     "UPDATE clock.history SET event = 'released'",
@@ -91,6 +91,8 @@ const std::vector<std::string> k_forbidden_sql = {
     "UPDATE clock.leases SET expires_at = now()",
     "INSERT INTO clock.history (at, event, namespace, resource, owner, token) "
     "VALUES (now(), 'released', '', 'x', gen_random_uuid(), 1)",
+    "UPDATE clock.run_counts SET count = 0",
+    "DELETE FROM clock.run_counts",
     "SELECT nextval('clock.tokens')",
     "SELECT setval('clock.tokens', 1)",
     "DROP TABLE clock.leases",
@@ -129,6 +131,9 @@ TEST_SUITE("least privilege") {
     CHECK_EXIT(status, 0);
     CHECK(status.out.find(held.owner) != std::string::npos);
     CHECK_EXIT(env.clock({"status"}, roles.as_app()), 0);
+    Result metrics = env.clock({"status", "--format", "prometheus"}, roles.as_app());
+    CHECK_EXIT(metrics, 0);
+    CHECK(runs_total(metrics.out)["/app.job/acquired"] == 1);
     CHECK_EXIT(env.clock({"release", "-r", "app.job", "--owner", held.owner}, roles.as_app()), 0);
     CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
     Result history = env.clock({"history", "--format", "json"}, roles.as_app());

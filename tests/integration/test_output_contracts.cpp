@@ -226,6 +226,11 @@ TEST_SUITE("output contracts") {
     CHECK(*left <= 60);
     CHECK(sample("clock_lease_expires_in_seconds", "", "forever") == std::nullopt);
     CHECK(sample("clock_lease_age_seconds", "", "forever").value_or(-1) >= 0);
+    // Runs by outcome: a counter family, one sample per resource and outcome.
+    CHECK(metrics.out.find("\n# TYPE clock_runs_total counter\n") != std::string::npos);
+    auto runs = runs_total(metrics.out);
+    CHECK(runs["/reports/acquired"] == 2);
+    CHECK(runs["dc-eu1/ldap.import/acquired"] == 1);
 
     // Nothing held: still a valid exposition, and exit 0 (a textfile cron
     // line `… > f.tmp && mv f.tmp f` must keep updating the file).

@@ -208,6 +208,9 @@ TEST_SUITE("postgres") {
 
     auto holders = env.holders_of("legacy.job");  // the first use re-applies the functions
     REQUIRE(holders.size() == 1);
+    // The run counts start from the history the old schema held.
+    Result metrics = env.clock({"status", "--format", "prometheus"});
+    CHECK(runs_total(metrics.out) == std::map<std::string, long long>{{"/legacy.job/acquired", 1}});
     CHECK(holders[0].value("owner", "") == owner);
     CHECK(holders[0].value("token", 0LL) == token);
     CHECK(psql.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'clock'::regnamespace "
@@ -235,6 +238,8 @@ TEST_SUITE("postgres") {
     CHECK(env.holders_of("legacy.job").empty());
     Acquired after = env.acquire({"-n", "-r", "legacy.job"});
     CHECK(after.token() > token);
+    CHECK(runs_total(env.clock({"status", "--format", "prometheus"}).out) ==
+          std::map<std::string, long long>{{"/legacy.job/acquired", 2}});
     CHECK_EXIT(env.clock({"init"}), 0);  // nothing left to do, and no error
     CHECK(psql.finish() == 0);
   }

@@ -38,6 +38,19 @@ INSERT INTO history (id, at, event, namespace, resource, owner, mode, token, hel
    'oldhost', '127.0.0.1', 42, 'someone', 'job');
 )";
 
+// History rows of a version 3 database: x acquired twice, skipped and timed
+// out once, released once; y forced once, expired once.
+const char* const k_version_3_history = R"(
+INSERT INTO history (at, event, namespace, resource, owner, mode, token) VALUES
+  (1, 'acquired', '', 'x', '11111111-2222-4333-8444-555555555555', 'exclusive', 1),
+  (2, 'released', '', 'x', '11111111-2222-4333-8444-555555555555', 'exclusive', 1),
+  (3, 'acquired', '', 'x', '11111111-2222-4333-8444-555555555555', 'exclusive', 2),
+  (4, 'skipped', '', 'x', '11111111-2222-4333-8444-666666666666', 'exclusive', NULL),
+  (5, 'timed_out', '', 'x', '11111111-2222-4333-8444-666666666666', 'exclusive', NULL),
+  (6, 'forced', 'dc-eu1', 'y', '11111111-2222-4333-8444-555555555555', 'exclusive', 3),
+  (7, 'expired', 'dc-eu1', 'y', '11111111-2222-4333-8444-555555555555', 'exclusive', 4);
+)";
+
 }  // namespace
 
 TEST_SUITE("sqlite migrations") {
@@ -88,5 +101,27 @@ TEST_SUITE("sqlite migrations") {
 
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", "11111111-2222-4333-8444-555555555555"}),
                0);
+  }
+
+  TEST_CASE("a version 3 database starts its run counts from the history it holds" *
+            only_on("sqlite")) {
+    TestEnv env;
+    fs::path db = database_file(env);
+    std::string migrations = std::string(CLOCK_TEST_SQL_DIR) + "/sqlite/migrations/";
+    REQUIRE_EXIT(env.shell("cat \"$M\"001_*.sql \"$M\"002_*.sql \"$M\"003_*.sql | sqlite3 \"$DB\""
+                           " && sqlite3 \"$DB\" 'PRAGMA user_version = 3' \"$ROWS\"",
+                           {{"DB", db.string()}, {"M", migrations}, {"ROWS", k_version_3_history}}),
+                 0);
+
+    Result metrics = env.clock({"status", "--format", "prometheus"});
+    REQUIRE_EXIT(metrics, 0);
+    INFO(metrics.out);
+    CHECK(runs_total(metrics.out) ==
+          std::map<std::string, long long>{
+              {"/x/acquired", 2}, {"/x/skipped", 1}, {"/x/timed_out", 1}, {"dc-eu1/y/forced", 1}});
+
+    // And counting goes on from the seeded counts.
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", "true"}), 0);
+    CHECK(runs_total(env.clock({"status", "x", "--format", "prometheus"}).out)["/x/acquired"] == 3);
   }
 }

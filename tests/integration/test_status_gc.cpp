@@ -187,6 +187,48 @@ TEST_SUITE("status and gc") {
     CHECK(next.token() > expiring.token());
   }
 
+  TEST_CASE("clock_runs_total counts runs by outcome, and pruning history does not reset it") {
+    TestEnv env;
+    env.acquire({"-r", "x"});  // held from here on
+    env.acquire({"-r", "f"});
+    CHECK_EXIT(env.clock({"release", "-r", "f", "--force"}), 0);
+    CHECK_EXIT(env.clock({"run", "-n", "-E", "0", "-r", "x", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"run", "-w", "200ms", "-r", "x", "--", "true"}), 75);
+    CHECK_EXIT(env.clock({"run", "--max-runtime", "200ms", "-r", "k", "--", "sleep", "30"}), 124);
+    Acquired lapsing = env.acquire({"-r", "d", "--ttl", "1s"});
+    REQUIRE(await([&] { return env.holders_of("d").empty(); }, 30s, 100ms));
+    CHECK_EXIT(env.clock({"renew", "-r", "d", "--owner", lapsing.owner}), 77);
+    CHECK_EXIT(env.clock({"run", "--namespace", "dc-eu1", "-r", "x", "--", "true"}), 0);
+
+    const std::map<std::string, long long> expected = {
+        {"/x/acquired", 1}, {"/x/skipped", 1},       {"/x/timed_out", 1}, {"/f/acquired", 1},
+        {"/f/forced", 1},   {"/k/acquired", 1},      {"/k/killed", 1},    {"/d/acquired", 1},
+        {"/d/lost", 1},     {"dc-eu1/x/acquired", 1}};
+    Result before = env.clock({"status", "--format", "prometheus"});
+    REQUIRE_EXIT(before, 0);
+    INFO("before gc:\n" << before.out);
+    CHECK(runs_total(before.out) == expected);
+
+    CHECK_EXIT(env.clock({"gc", "--history-older-than", "0s"}), 0);
+    Result history = env.clock({"history", "--format", "json"});
+    REQUIRE_EXIT(history, 0);
+    CHECK(nlohmann::json::parse(history.out)["events"].empty());
+    Result after = env.clock({"status", "--format", "prometheus"});
+    REQUIRE_EXIT(after, 0);
+    INFO("after gc:\n" << after.out);
+    CHECK(runs_total(after.out) == expected);
+
+    // Counting goes on from there; status filters the counts as it filters holders.
+    CHECK_EXIT(env.clock({"run", "-r", "k", "--", "true"}), 0);
+    Result k = env.clock({"status", "k", "--format", "prometheus"});
+    REQUIRE_EXIT(k, 0);
+    CHECK(runs_total(k.out) ==
+          std::map<std::string, long long>{{"/k/acquired", 2}, {"/k/killed", 1}});
+    Result eu = env.clock({"status", "--namespace", "dc-eu1", "--format", "prometheus"});
+    REQUIRE_EXIT(eu, 0);
+    CHECK(runs_total(eu.out) == std::map<std::string, long long>{{"dc-eu1/x/acquired", 1}});
+  }
+
   TEST_CASE("history records grants and releases") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});

@@ -16,11 +16,14 @@
 -- deadlock. An expired lease is recorded by whichever transaction deletes it
 -- (DELETE ... RETURNING), so exactly once.
 
--- (3) Holders (live, or all with p_include_expired) and live waiters, of one
+-- (3) Holders (live, or all with p_include_expired), live waiters and run
+-- counts, of one
 -- namespace (NULL: all) and of a resource and its descendants (NULL: all).
 -- The first row has kind 'now' and the server's clock in at1; then one row
 -- per holder ('holder': at1 acquired, at2 renewed, at3 expires) and per
--- waiter ('waiter': token is its queue position, at1 since). Instants are
+-- waiter ('waiter': token is its queue position, at1 since) and per counted
+-- outcome of the resource's runs ('runs': mode is the outcome, token the
+-- count, from run_counts, which gc does not prune). Instants are
 -- UTC, 'YYYY-MM-DD HH:MM:SS[.ffffff]' (DateStyle ISO is set for the casts).
 -- Unordered: the client sorts.
 CREATE OR REPLACE FUNCTION @schema@.status_rows(p_namespace text, p_prefix text, p_include_expired boolean)
@@ -57,6 +60,14 @@ AS $$
     AND (p_prefix IS NULL OR w.resource = p_prefix
          OR (w.resource > p_prefix || '.' AND w.resource < p_prefix || '/'))
     AND w.expires_at > n.now
+  UNION ALL
+  SELECT 'runs', c.namespace, c.resource, NULL::uuid, c.outcome, NULL::integer, c.count,
+         NULL::integer, NULL, NULL, NULL, NULL::boolean, NULL, NULL, NULL::bigint, NULL, NULL,
+         NULL
+  FROM @schema@.run_counts c
+  WHERE (p_namespace IS NULL OR c.namespace = p_namespace)
+    AND (p_prefix IS NULL OR c.resource = p_prefix
+         OR (c.resource > p_prefix || '.' AND c.resource < p_prefix || '/'))
 $$;
 
 -- The newest p_limit events, optionally of one namespace and of a resource

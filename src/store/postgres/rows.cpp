@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -359,6 +360,11 @@ void StatusRows::add(const RowView& row) {
                                   .slots = static_cast<int>(integer_at(row, k_slots)),
                                   .position = integer_at(row, k_token),
                                   .since = instant_at(row, k_at1)});
+  } else if (kind == "runs") {
+    m_snapshot.run_counts.push_back({.ns = text_at(row, k_namespace),
+                                     .resource = lock::Resource::parse(text_at(row, k_resource)),
+                                     .outcome = kind_of(text_at(row, k_mode)),
+                                     .count = integer_at(row, k_token)});
   } else {
     throw Error(ExitCode::internal, "unknown status row kind '" + kind + "'");
   }
@@ -366,7 +372,8 @@ void StatusRows::add(const RowView& row) {
 
 Snapshot StatusRows::take() {
   // As status() ordered them: holders by namespace, resource (byte order, as
-  // COLLATE "C") and grant time; waiters in queue order.
+  // COLLATE "C") and grant time; waiters in queue order; run counts by
+  // namespace, resource and outcome name.
   auto& holders = m_snapshot.holders;
   std::vector<std::size_t> order(holders.size());
   for (std::size_t i = 0; i < order.size(); ++i)
@@ -390,6 +397,12 @@ Snapshot StatusRows::take() {
   sorted.waiters = std::move(m_snapshot.waiters);
   std::sort(sorted.waiters.begin(), sorted.waiters.end(),
             [](const lock::Waiter& a, const lock::Waiter& b) { return a.position < b.position; });
+  sorted.run_counts = std::move(m_snapshot.run_counts);
+  std::sort(sorted.run_counts.begin(), sorted.run_counts.end(),
+            [](const RunCount& a, const RunCount& b) {
+              return std::tuple(a.ns, a.resource.str(), to_string(a.outcome)) <
+                     std::tuple(b.ns, b.resource.str(), to_string(b.outcome));
+            });
   m_snapshot = {};
   return sorted;
 }

@@ -57,6 +57,13 @@ WaiterRow read_waiter(const Statement& row) {
   return out;
 }
 
+RunCount read_run_count(const Statement& row) {
+  return {.ns = row.text(0),
+          .resource = lock::Resource::parse(row.text(1)),
+          .outcome = event_kind_of(row.text(2)).value_or(EventKind::acquired),
+          .count = row.integer(3)};
+}
+
 HistoryEvent read_history(const Statement& row) {
   HistoryEvent event{
       .id = row.integer(0),

@@ -38,5 +38,7 @@ std::int64_t ms_of(lock::Instant instant);
 LeaseRow read_lease(const Statement& row);
 WaiterRow read_waiter(const Statement& row);
 HistoryEvent read_history(const Statement& row);
+// namespace, resource, outcome, count: a row of run_counts.
+RunCount read_run_count(const Statement& row);
 
 }  // namespace clk::store::sqlite

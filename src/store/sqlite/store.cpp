@@ -755,7 +755,6 @@ Snapshot SqliteStore::status(const StatusQuery& query) {
     } else {
       stmt.bind_null(2).bind_null(3).bind_null(4);
     }
-    stmt.bind(5, now);
   };
   auto leases =
       m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
@@ -764,7 +763,7 @@ Snapshot SqliteStore::status(const StatusQuery& query) {
                    "   AND (?6 OR expires_at IS NULL OR expires_at > ?5)"
                    " ORDER BY namespace, resource, acquired_at");
   bind_filters(leases);
-  leases.bind(6, std::int64_t{query.include_expired ? 1 : 0});
+  leases.bind(5, now).bind(6, std::int64_t{query.include_expired ? 1 : 0});
   while (leases.step()) {
     auto row = sqlite::read_lease(leases);
     bool expired = row.lease.expires_at && sqlite::ms_of(*row.lease.expires_at) <= now;
@@ -777,8 +776,17 @@ Snapshot SqliteStore::status(const StatusQuery& query) {
                    "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
                    "   AND expires_at > ?5 ORDER BY position");
   bind_filters(waiters);
+  waiters.bind(5, now);
   while (waiters.step())
     snapshot.waiters.push_back(sqlite::read_waiter(waiters).waiter);
+  auto run_counts = m_db.prepare(
+      "SELECT namespace, resource, outcome, count"
+      " FROM run_counts WHERE (?1 IS NULL OR namespace = ?1)"
+      "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+      " ORDER BY namespace, resource, outcome");
+  bind_filters(run_counts);
+  while (run_counts.step())
+    snapshot.run_counts.push_back(sqlite::read_run_count(run_counts));
   return snapshot;
 }
 
