@@ -6,11 +6,12 @@
 
 namespace clk::store {
 
+// Filled from config::Settings, where the defaults are written (once).
 struct StoreOptions {
   std::string url;  // sqlite:PATH, sqlite:///PATH, postgresql://…, postgres://…, or "key=value …"
-  std::string pg_schema = "clock";
-  std::chrono::milliseconds connect_timeout{5000};
-  bool allow_network_filesystem = false;  // SQLite on NFS/CIFS: refused unless set
+  std::string pg_schema;
+  std::chrono::milliseconds connect_timeout{};  // 0: libpq's own (none)
+  bool allow_network_filesystem = false;        // SQLite on NFS/CIFS: refused unless set
 };
 
 }  // namespace clk::store
