@@ -79,6 +79,9 @@ int release_after_run(store::Store& store, const LockPlan& plan, const run::RunE
   release.ns = plan.request.ns;
   release.resources = plan.request.resources;
   release.owner = plan.request.owner;
+  // A run counts for --once-per when its command exited 0 and its lease is
+  // still held at the release (a lost run does not count: the store refuses).
+  release.succeeded = end.status == 0 && !end.stopped_for_lost_lease;
   try {
     store.release(release);
   } catch (const Error& error) {
@@ -95,6 +98,18 @@ int release_after_run(store::Store& store, const LockPlan& plan, const run::RunE
     return exit_status(ExitCode::lease_lost);
   }
   return end.status;
+}
+
+// --once-per found the period done: exit 0 (or -E's code) without running,
+// quietly, as an expected outcome; -v says which run did the period.
+int report_period_done(const LockFlags& flags, std::chrono::milliseconds once_per,
+                       const store::PeriodRun& run) {
+  spdlog::info(
+      "skipped: {} already ran successfully within --once-per {}: started {} on the database's "
+      "clock, on {} (owner {}, token {})",
+      run.resource.str(), util::format_duration(once_per), output::iso8601(run.started), run.host,
+      run.owner.str(), run.token);
+  return flags.conflict_exit_code.value_or(0);
 }
 
 // --jitter: a random delay in [0, span) before the first attempt, so that a
@@ -131,6 +146,7 @@ Action register_run(CLI::App& app) {
     std::optional<std::string> kill_after;
     std::optional<std::string> jitter;
     std::optional<std::string> max_runtime;
+    std::optional<std::string> once_per;
     std::vector<std::string> command;
   };
   auto options = std::make_shared<Options>();
@@ -154,12 +170,18 @@ Action register_run(CLI::App& app) {
   command->add_option("--max-runtime", options->max_runtime,
                       "Stop the command after D as timeout(1) does (SIGTERM to its group, SIGKILL "
                       "after --kill-after), release, exit 124 (0: no limit)");
+  command->add_option(
+      "--once-per", options->once_per,
+      "Run at most once successfully per D across all hosts: skip (exit 0, or -E's code; "
+      "recorded as skipped) when a run that exited 0 was granted at or after the database's "
+      "now - D; a failed, killed or lost run does not count");
   command->footer(
       "Examples:\n"
       "  clock run -r bootstrap -- ./install.sh\n"
       "  */5 * * * * clock run -n -r ldap.import -- /usr/local/bin/ldap-import\n"
       "  0 * * * * clock run --jitter 5m -n -E 0 -r report -- /usr/local/bin/report\n"
-      "  0 2 * * * clock run --max-runtime 3h -n -E 0 -r backup -- /usr/local/bin/backup");
+      "  0 2 * * * clock run --max-runtime 3h -n -E 0 -r backup -- /usr/local/bin/backup\n"
+      "  0 * * * * clock run --once-per 50m -r report -- /usr/local/bin/report  (every host)");
   return [options](Context& context) {
     options->command = context.command;
     if (options->command.empty()) {
@@ -167,6 +189,11 @@ Action register_run(CLI::App& app) {
     }
     auto plan = plan_lock(context, options->lock, owner_info_for_run(options->command));
     plan.request.record_refusal = true;  // a run that does not happen is history
+    if (options->once_per) {
+      plan.request.once_per = duration_flag("--once-per", *options->once_per);
+      if (plan.request.once_per->count() <= 0)
+        throw Error(ExitCode::usage, "--once-per needs a period longer than 0, e.g. --once-per 1h");
+    }
     run::RunOptions run;
     run.argv = options->command;
     run.lease_name = lock::join(plan.request.resources, ",");
@@ -200,6 +227,8 @@ Action register_run(CLI::App& app) {
         throw;
       return report_refusal(options->lock, error);
     }
+    if (acquired.done_by)
+      return report_period_done(options->lock, *plan.request.once_per, *acquired.done_by);
     run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
                      {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
                      {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};

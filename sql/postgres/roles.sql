@@ -61,12 +61,12 @@ GRANT USAGE ON SCHEMA :"schema" TO clock_app;
 GRANT SELECT ON :"schema".schema_migrations TO clock_app;
 GRANT EXECUTE ON FUNCTION
   :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
-                        bigint, text, text, timestamptz, boolean),
+                        bigint, text, text, timestamptz, boolean, bigint),
   :"schema".leave_queue(text, text[], uuid, text),
   :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
                               jsonb),
   :"schema".renew(text, text[], uuid, bigint[], bigint),
-  :"schema".release(text, text[], uuid),
+  :"schema".release(text, text[], uuid, boolean),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text)
 TO clock_app;

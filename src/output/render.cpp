@@ -329,6 +329,13 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
                               {"host", way->host},
                               {"token", way->token ? json(*way->token) : json(nullptr)}};
       }
+      item["done_by"] = json(nullptr);
+      if (const auto& run = event.done_by) {
+        item["done_by"] = {{"owner", run->owner.str()},
+                           {"host", run->host},
+                           {"token", run->token},
+                           {"started_at", iso8601(run->started)}};
+      }
       list.push_back(item);
     }
     return json{{"events", list}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -343,6 +350,10 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
     if (const auto& way = event.in_the_way) {
       what += " (held by " + escape_for_terminal(way->host);
       what += way->token ? ", token " + std::to_string(*way->token) + ")" : ", queued)";
+    }
+    if (const auto& run = event.done_by) {
+      what += " (done by " + escape_for_terminal(run->host) + ", token " +
+              std::to_string(run->token) + ", started " + iso8601(run->started) + ")";
     }
     rows.push_back({iso8601(event.at), what, resource_cell(event.ns, event.resource),
                     escape_for_terminal(event.info.host), std::to_string(event.info.pid),

@@ -37,6 +37,21 @@ struct LockRequest {
   // that does not queue (-n) records `skipped`, with who was in the way, in
   // the same transaction.
   bool record_refusal = false;
+  // --once-per D (clock run): a request that would be granted is not when a
+  // successful run of one of its resources started at or after the
+  // database's now - D; the outcome is then `done`, recorded as skipped
+  // naming that run, in the same transaction. None: no such check.
+  std::optional<milliseconds> once_per;
+};
+
+// The successful run that did a --once-per period: the lease it ran under
+// and when that was granted, on the database's clock.
+struct PeriodRun {
+  lock::Resource resource;
+  lock::OwnerId owner;
+  std::string host;
+  lock::Token token = 0;
+  lock::Instant started{};
 };
 
 struct Grant {
@@ -45,7 +60,8 @@ struct Grant {
   int depth = 1;  // re-entry count after this grant
 };
 
-enum class Outcome { granted, blocked, deadlock };
+// done: grantable, but a successful run already did the --once-per period.
+enum class Outcome { granted, blocked, deadlock, done };
 
 // One owner of a deadlock cycle and the resource it waits for, which the next
 // link's owner holds or is queued for ahead of it; the last link waits for
@@ -67,6 +83,7 @@ struct Attempt {
   std::vector<lock::Lease> blocking_leases;    // blocked: who holds what is in the way
   std::vector<lock::Waiter> blocking_waiters;  // blocked: earlier waiters in the way
   Cycle cycle;                                 // deadlock: the requester first
+  std::optional<PeriodRun> done_by;            // done: the run that did the period
 };
 
 struct RenewRequest {
@@ -83,6 +100,9 @@ struct ReleaseRequest {
   std::optional<lock::OwnerId> owner;  // required unless `force`
   bool force = false;
   std::string forced_by;  // "user@host", recorded in history for a forced release
+  // clock run's command exited 0 and the lease ends here: the run is the
+  // last success of each resource (what --once-per looks for).
+  bool succeeded = false;
 };
 
 struct Released {
@@ -153,7 +173,8 @@ struct HistoryEvent {
   lock::Token token = 0;
   std::optional<milliseconds> held_for;  // for the end of a lease
   std::string by;                        // forced: "user@host" of who forced it
-  std::optional<InTheWay> in_the_way;    // skipped, timed_out
+  std::optional<InTheWay> in_the_way;    // skipped (busy), timed_out
+  std::optional<PeriodRun> done_by;      // skipped under --once-per: the run that did the period
 };
 
 struct GcOptions {

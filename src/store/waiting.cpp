@@ -70,7 +70,9 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
     auto attempt_start = steady_clock::now();
     Attempt attempt = store.try_acquire(request, queue);
     if (attempt.outcome == Outcome::granted)
-      return {std::move(attempt.grants), attempt_start};
+      return {std::move(attempt.grants), attempt_start, std::nullopt};
+    if (attempt.outcome == Outcome::done)
+      return {{}, attempt_start, std::move(attempt.done_by)};
     if (attempt.outcome == Outcome::deadlock) {
       throw Error(ExitCode::deadlock, "deadlock: " + describe(attempt.cycle) +
                                           "; not waiting, so the other side can proceed");

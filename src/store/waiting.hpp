@@ -33,12 +33,14 @@ struct Acquired {
   // When the granting attempt began, on this host's steady clock: the lease
   // lasts at least its TTL from this instant, so deadlines count from it.
   std::chrono::steady_clock::time_point attempt_start;
+  // --once-per: nothing granted, a successful run already did the period.
+  std::optional<PeriodRun> done_by;
 };
 
-// Returns the grants. Throws clk::Error: not_acquired (75)
-// naming the holder when -n fails or the wait times out, deadlock (76) naming
-// the cycle. `interrupted` is polled between attempts; when it returns true
-// the request leaves the queue and Error(not_acquired) is thrown.
+// Returns the grants, or (--once-per) the run that did the period. Throws clk::Error: not_acquired
+// (75) naming the holder when -n fails or the wait times out, deadlock (76) naming the cycle.
+// `interrupted` is polled between attempts; when it returns true the request leaves the queue and
+// Error(not_acquired) is thrown.
 Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& policy,
                  WaitObserver* observer, const std::function<bool()>& interrupted);
 

@@ -93,15 +93,16 @@ const std::vector<std::string> k_forbidden_sql = {
     "VALUES (now(), 'released', '', 'x', gen_random_uuid(), 1)",
     "UPDATE clock.run_counts SET count = 0",
     "DELETE FROM clock.run_counts",
+    "UPDATE clock.last_success SET started_at = now() - interval '1 year'",
     "SELECT nextval('clock.tokens')",
     "SELECT setval('clock.tokens', 1)",
     "DROP TABLE clock.leases",
     "ALTER TABLE clock.history DROP COLUMN owner",
     "CREATE TABLE clock.evil (x int)",
     "DROP SCHEMA clock CASCADE",
-    "CREATE OR REPLACE FUNCTION clock.release(text, text[], uuid) RETURNS jsonb "
+    "CREATE OR REPLACE FUNCTION clock.release(text, text[], uuid, boolean) RETURNS jsonb "
     "LANGUAGE sql AS 'SELECT ''{}''::jsonb'",
-    "DROP FUNCTION clock.release(text, text[], uuid)",
+    "DROP FUNCTION clock.release(text, text[], uuid, boolean)",
     "DELETE FROM clock.schema_migrations",
     "SELECT clock.record_event('released', now(), l, NULL) FROM clock.leases l",
 };

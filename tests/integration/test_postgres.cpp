@@ -221,7 +221,7 @@ TEST_SUITE("postgres") {
     // Functions whose signature changed keep their grantees (schema.cpp).
     for (const char* successor :
          {"clock.try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
-          "bigint, text, text, timestamptz, boolean)",
+          "bigint, text, text, timestamptz, boolean, bigint)",
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
           "jsonb)",
           "clock.history(text, text, integer, text)"}) {

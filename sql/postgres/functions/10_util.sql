@@ -136,7 +136,8 @@ $$;
 
 -- One history record per resource of a run that did not happen (skipped,
 -- timed_out, killed): the requester's facts, no token (none was drawn), and
--- who was in the way (first_in_the_way), if anyone.
+-- who was in the way (first_in_the_way), if anyone, or (--once-per) the run
+-- that did the period, whose "started" (microseconds) is then recorded too.
 CREATE OR REPLACE FUNCTION @schema@.record_missed(
   p_event text, p_at timestamptz, p_namespace text, p_resources text[], p_owner uuid,
   p_mode text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text,
@@ -146,12 +147,28 @@ LANGUAGE sql
 AS $$
   INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, host, ip, pid,
                                 user_name, command, in_the_way_owner, in_the_way_host,
-                                in_the_way_token)
+                                in_the_way_token, done_by_started_at)
   SELECT p_at, p_event, p_namespace, r, p_owner, p_mode, coalesce(p_host, ''),
          coalesce(p_ip, ''), coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''),
          (p_in_the_way ->> 'owner')::uuid, p_in_the_way ->> 'host',
-         (p_in_the_way ->> 'token')::bigint
+         (p_in_the_way ->> 'token')::bigint,
+         'epoch'::timestamptz + (p_in_the_way ->> 'started')::bigint * interval '1 microsecond'
   FROM unnest(p_resources) AS r
+$$;
+
+-- The lease of a run whose command exited 0 ends (release): it is its
+-- resource's latest success, what --once-per looks for, unless one granted
+-- later already ended (shared locks and semaphores run side by side).
+CREATE OR REPLACE FUNCTION @schema@.record_success(l @schema@.leases)
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.last_success AS s (namespace, resource, started_at, owner, host, token)
+  VALUES (l.namespace, l.resource, l.acquired_at, l.owner, l.host, l.token)
+  ON CONFLICT (namespace, resource) DO UPDATE
+  SET started_at = EXCLUDED.started_at, owner = EXCLUDED.owner, host = EXCLUDED.host,
+      token = EXCLUDED.token
+  WHERE s.started_at <= EXCLUDED.started_at
 $$;
 
 -- Makes the current transaction's commit wait for its WAL to be flushed

@@ -308,6 +308,45 @@ BEGIN
        OR w.mode <> excluded.mode OR w.slots <> excluded.slots;
 END $$;
 
+-- --once-per D: when a request that would be granted finds that the period
+-- is done, i.e. that the latest successful run (last_success) of one of its
+-- resources, taken in request order, was granted at or after p_now - D on
+-- the database's clock (at the boundary it still counts), it is not
+-- granted: it is recorded as skipped naming that run, leaves the queue
+-- (waking those it was ahead of) and gets {"outcome": "done", "done_by":
+-- {resource, owner, host, token, started}}. NULL when the period is not
+-- done. Called by try_acquire() under the hierarchy locks.
+CREATE OR REPLACE FUNCTION @schema@.skip_if_period_done(
+  p_namespace text, p_resources text[], p_once_per_ms bigint, p_now timestamptz, p_owner uuid,
+  p_mode text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_done jsonb;
+BEGIN
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    SELECT jsonb_build_object('resource', s.resource, 'owner', s.owner, 'host', s.host,
+                              'token', s.token, 'started', @schema@.usec(s.started_at))
+    INTO v_done
+    FROM @schema@.last_success s
+    WHERE s.namespace = p_namespace AND s.resource = p_resources[i]
+      AND s.started_at >= p_now - p_once_per_ms * interval '1 ms';
+    EXIT WHEN v_done IS NOT NULL;
+  END LOOP;
+  IF v_done IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM @schema@.record_missed('skipped', p_now, p_namespace, p_resources, p_owner, p_mode,
+                                 p_host, p_ip, p_pid, p_user, p_command, v_done);
+  DELETE FROM @schema@.waiters
+  WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources);
+  IF FOUND THEN
+    PERFORM @schema@.notify_heads(p_namespace, p_resources, p_now);
+  END IF;
+  RETURN jsonb_build_object('outcome', 'done', 'now', @schema@.usec(p_now), 'done_by', v_done);
+END $$;
+
 -- One attempt at taking every resource of a request, all or none. Returns
 -- {"outcome": "granted", "grants": [{resource, token, depth}…]} (request
 -- order), {"outcome": "blocked", "leases": […], "waiters": […]} (who is in
@@ -316,6 +355,8 @@ END $$;
 -- "other_slots"}; each with "now", the server's clock in microseconds.
 -- p_ttl_ms = 0: the lease never expires. p_request_id: a fresh id per
 -- acquire; a retried call with the same id returns the grant it made.
+-- p_once_per_ms: --once-per D, NULL for none; a request that would be granted
+-- when its period is done gets skip_if_period_done()'s {"outcome": "done"}.
 --
 -- Two fast paths come first, for one resource, each answering as the general
 -- path below would with the same rows, in four statements instead of some
@@ -345,7 +386,7 @@ CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
-  p_record_refusal boolean)
+  p_record_refusal boolean, p_once_per_ms bigint DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -373,6 +414,7 @@ DECLARE
   v_expired integer := 0;
   v_cycle jsonb;
   v_grants jsonb := '[]';
+  v_done jsonb;
   l @schema@.leases;
 BEGIN
   -- The fast paths take only arguments check_names() and the general path
@@ -442,6 +484,12 @@ BEGIN
         RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
                                   'leases', v_leases, 'waiters', v_waiters);
       END IF;
+    END IF;
+    IF v_grant AND p_once_per_ms IS NOT NULL THEN
+      v_done := @schema@.skip_if_period_done(p_namespace, p_resources, p_once_per_ms, v_now,
+                                             p_owner, p_mode, p_host, p_ip, p_pid, p_user,
+                                             p_command);
+      IF v_done IS NOT NULL THEN RETURN v_done; END IF;
     END IF;
     IF v_grant THEN
       WITH g AS (
@@ -546,6 +594,15 @@ BEGIN
                   FROM (SELECT DISTINCT x FROM jsonb_array_elements(v_waiters) AS x) AS s));
   END IF;
 
+  -- --once-per, decided here, under the hierarchy locks that release() holds
+  -- while it records a success: a request granted after the run that did
+  -- the period finds it. A retry of a grant that took effect is not a new run.
+  IF p_once_per_ms IS NOT NULL AND NOT ('again' = ANY (v_verdicts)) THEN
+    v_done := @schema@.skip_if_period_done(p_namespace, p_resources, p_once_per_ms, v_now,
+                                           p_owner, p_mode, p_host, p_ip, p_pid, p_user,
+                                           p_command);
+    IF v_done IS NOT NULL THEN RETURN v_done; END IF;
+  END IF;
   FOR i IN 1 .. cardinality(p_resources) LOOP
     IF v_verdicts[i] = 'again' THEN
       SELECT * INTO l FROM @schema@.leases

@@ -88,7 +88,12 @@ END $$;
 -- only the waiters that may now be granted (notify_heads, or the first
 -- waiter where that is the only head). Returns {"released": [{resource,
 -- remaining_depth}…], "refused": [{resource, reason}…], "now"}.
-CREATE OR REPLACE FUNCTION @schema@.release(p_namespace text, p_resources text[], p_owner uuid)
+-- p_succeeded: the lease was clock run's and its command exited 0; a lease
+-- that ends here is then its resource's latest success (record_success), in
+-- this transaction, under the hierarchy lock that try_acquire() of a
+-- --once-per request takes before it looks.
+CREATE OR REPLACE FUNCTION @schema@.release(p_namespace text, p_resources text[], p_owner uuid,
+                                            p_succeeded boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -133,6 +138,7 @@ BEGIN
                                     held_for, host, ip, pid, user_name, command, forced_by)
       VALUES (v_now, 'released', l.namespace, l.resource, l.owner, l.mode, l.token,
               v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command, '');
+      IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       -- The waiters to wake, as notify_heads() finds them, in the two usual
       -- cases without it: one live queue entry in the hierarchy (a job
       -- queued behind this one), or all on one resource with an exclusive
@@ -199,6 +205,7 @@ BEGIN
       DELETE FROM @schema@.leases
       WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
       PERFORM @schema@.record_event('released', v_now, l, v_now - l.acquired_at);
+      IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       v_released := v_released || jsonb_build_object('resource', l.resource,
                                                      'remaining_depth', 0);
       v_removed := true;

@@ -85,9 +85,14 @@ AS $$
            'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
            'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
            'by', h.forced_by, 'db_user', h.db_user,
-           'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL THEN jsonb_build_object(
+           'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL
+                               AND h.done_by_started_at IS NULL THEN jsonb_build_object(
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
-             'token', h.in_the_way_token) END) ORDER BY h.id DESC), '[]')
+             'token', h.in_the_way_token) END,
+           'done_by', CASE WHEN h.done_by_started_at IS NOT NULL THEN jsonb_build_object(
+             'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
+             'token', h.in_the_way_token, 'started', @schema@.usec(h.done_by_started_at)) END)
+           ORDER BY h.id DESC), '[]')
   FROM (SELECT * FROM @schema@.history
         WHERE (p_namespace IS NULL OR namespace = p_namespace)
           AND (p_prefix IS NULL OR resource = p_prefix

@@ -150,6 +150,22 @@ std::optional<InTheWay> in_the_way_of(const json& row) {
                   token.is_null() ? std::nullopt : std::optional(integer_of(token))};
 }
 
+// {"owner", "host", "token", "started"} of the run that did a --once-per
+// period (try_acquire's "done_by", history's), for `resource`.
+PeriodRun period_run_of(const json& run, const lock::Resource& resource) {
+  return PeriodRun{resource, lock::OwnerId::trusted(text_of(run.at("owner"))),
+                   text_of(run.at("host")), integer_of(run.at("token")),
+                   instant_of(run.at("started"))};
+}
+
+// history(): the run that did the period of a skipped --once-per run, or null.
+std::optional<PeriodRun> done_by_of(const json& row, const lock::Resource& resource) {
+  auto found = row.find("done_by");
+  if (found == row.end() || found->is_null())
+    return std::nullopt;
+  return period_run_of(*found, resource);
+}
+
 }  // namespace
 
 // The time from the reply's "now" to the first expiry among the leases and
@@ -188,6 +204,10 @@ AcquireReply parse_acquire(const std::string& text) {
         out.attempt.blocking_waiters.push_back(waiter_of(row));
       }
       out.next_expiry_in = next_expiry_in(reply);
+    } else if (outcome == "done") {
+      const auto& run = reply.at("done_by");
+      out.attempt.outcome = Outcome::done;
+      out.attempt.done_by = period_run_of(run, lock::Resource::parse(text_of(run.at("resource"))));
     } else if (outcome == "deadlock") {
       out.attempt.outcome = Outcome::deadlock;
       out.attempt.cycle = cycle_of(reply.at("cycle"));
@@ -425,7 +445,9 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
                          .token = integer_of(row.at("token")),
                          .held_for = held_for,
                          .by = text_of(row.at("by")),
-                         .in_the_way = in_the_way_of(row)};
+                         .in_the_way = in_the_way_of(row),
+                         .done_by = std::nullopt};
+      event.done_by = done_by_of(row, event.resource);
       events.push_back(std::move(event));
     }
     return events;

@@ -37,12 +37,18 @@ struct Replaced {
   std::string_view old_signature;
   std::vector<std::string_view> successors;
 };
+// Successors are current signatures: an older schema may skip a step.
 const Replaced k_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean)",
+      "text, text, timestamptz, boolean, bigint)",
       "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)"}},
+    {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+     "text, text, timestamptz, boolean)",
+     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+      "text, text, timestamptz, boolean, bigint)"}},
+    {"release(text, text[], uuid)", {"release(text, text[], uuid, boolean)"}},
     {"history(text, text, integer)", {"history(text, text, integer, text)"}},
 };
 

@@ -77,12 +77,18 @@ HistoryEvent read_history(const Statement& row) {
       .token = row.integer(7),
       .held_for = std::nullopt,
       .by = row.text(14),
-      .in_the_way = std::nullopt};
+      .in_the_way = std::nullopt,
+      .done_by = std::nullopt};
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
-  if (!row.is_null(15))
+  // A run whose period was done names that run where a busy one names the holder.
+  if (!row.is_null(15) && !row.is_null(18)) {
+    event.done_by = PeriodRun{event.resource, lock::OwnerId::trusted(row.text(15)), row.text(16),
+                              row.optional_integer(17).value_or(0), instant_of(row.integer(18))};
+  } else if (!row.is_null(15)) {
     event.in_the_way =
         InTheWay{lock::OwnerId::trusted(row.text(15)), row.text(16), row.optional_integer(17)};
+  }
   return event;
 }
 

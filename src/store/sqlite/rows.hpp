@@ -17,7 +17,7 @@
   "command, owner_started_at, request_id, expires_at"
 #define CLOCK_HISTORY_COLUMNS                                                              \
   "id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip, pid, user, " \
-  "command, by, in_the_way_owner, in_the_way_host, in_the_way_token"
+  "command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at"
 
 namespace clk::store::sqlite {
 

@@ -88,7 +88,10 @@ class SqliteStore final : public Store {
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
               std::optional<std::int64_t> held_ms, const std::string& by = "");
   void record_missed(const LockRequest& request, EventKind kind,
-                     const std::optional<InTheWay>& in_the_way, std::int64_t at);
+                     const std::optional<InTheWay>& in_the_way, std::int64_t at,
+                     const std::optional<PeriodRun>& done_by = std::nullopt);
+  std::optional<PeriodRun> period_done(const LockRequest& request, std::int64_t now);
+  void record_success(const lock::Lease& lease);
   void record_lost_gone(const std::string& ns, const lock::Resource& resource,
                         const lock::OwnerId& owner, std::optional<lock::Token> token,
                         std::int64_t at);
@@ -217,13 +220,15 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
 }
 
 // A run that did not happen: one record per resource of its request, with
-// the requester's facts and who was in the way; no token (none was drawn).
+// the requester's facts and who was in the way, or (--once-per) the run that
+// did the period, with its start; no token (none was drawn).
 void SqliteStore::record_missed(const LockRequest& request, EventKind kind,
-                                const std::optional<InTheWay>& in_the_way, std::int64_t at) {
+                                const std::optional<InTheWay>& in_the_way, std::int64_t at,
+                                const std::optional<PeriodRun>& done_by) {
   auto stmt = m_db.prepare(
       "INSERT INTO history (at, event, namespace, resource, owner, mode, host, ip, pid, user,"
-      " command, in_the_way_owner, in_the_way_host, in_the_way_token)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+      " command, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
   for (const auto& resource : request.resources) {
     stmt.bind(1, at)
         .bind(2, to_string(kind))
@@ -236,14 +241,57 @@ void SqliteStore::record_missed(const LockRequest& request, EventKind kind,
         .bind(9, request.info.pid)
         .bind(10, request.info.user)
         .bind(11, request.info.command);
-    if (in_the_way) {
+    if (done_by) {
+      stmt.bind(12, done_by->owner.str())
+          .bind(13, done_by->host)
+          .bind(14, done_by->token)
+          .bind(15, sqlite::ms_of(done_by->started));
+    } else if (in_the_way) {
       stmt.bind(12, in_the_way->owner.str()).bind(13, in_the_way->host).bind(14, in_the_way->token);
+      stmt.bind_null(15);
     } else {
-      stmt.bind_null(12).bind_null(13).bind_null(14);
+      stmt.bind_null(12).bind_null(13).bind_null(14).bind_null(15);
     }
     stmt.run();
     stmt.reset();
   }
+}
+
+// --once-per: the latest successful run of the first of the request's
+// resources that had one started at or after now - D (at the boundary a
+// run still counts), else none.
+std::optional<PeriodRun> SqliteStore::period_done(const LockRequest& request, std::int64_t now) {
+  auto stmt = m_db.prepare(
+      "SELECT owner, host, token, started_at FROM last_success"
+      " WHERE namespace = ?1 AND resource = ?2 AND started_at >= ?3");
+  for (const auto& resource : request.resources) {
+    stmt.bind(1, request.ns).bind(2, resource.str()).bind(3, now - request.once_per->count());
+    if (stmt.step()) {
+      return PeriodRun{resource, lock::OwnerId::trusted(stmt.text(0)), stmt.text(1),
+                       stmt.integer(2), sqlite::instant_of(stmt.integer(3))};
+    }
+    stmt.reset();
+  }
+  return std::nullopt;
+}
+
+// The lease of a run whose command exited 0 ends: it is its resource's
+// latest success, unless one granted later already ended (shared locks and
+// semaphores run side by side).
+void SqliteStore::record_success(const lock::Lease& lease) {
+  auto stmt = m_db.prepare(
+      "INSERT INTO last_success (namespace, resource, started_at, owner, host, token)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+      " ON CONFLICT (namespace, resource) DO UPDATE SET started_at = excluded.started_at,"
+      "   owner = excluded.owner, host = excluded.host, token = excluded.token"
+      " WHERE excluded.started_at >= last_success.started_at");
+  stmt.bind(1, lease.ns)
+      .bind(2, lease.resource.str())
+      .bind(3, sqlite::ms_of(lease.acquired_at))
+      .bind(4, lease.owner.str())
+      .bind(5, lease.info.host)
+      .bind(6, lease.token)
+      .run();
 }
 
 // A lease already gone when its owner renews: only the owner, the resource
@@ -446,6 +494,23 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     }
     tx.commit();
     return attempt;
+  }
+  // --once-per, decided here, in the transaction that would grant: a run
+  // that did the period commits its success before its lease goes, so a
+  // request granted after it finds it. A retry of a grant that took effect
+  // is not a new run.
+  bool retry = std::any_of(own_leases.begin(), own_leases.end(), [&](const auto& own) {
+    return own && own->request_id == request.request_id;
+  });
+  if (request.once_per && !retry) {
+    if (auto done = period_done(request, now)) {
+      dequeue(request);
+      record_missed(request, EventKind::skipped, std::nullopt, now, done);
+      tx.commit();
+      attempt.outcome = Outcome::done;
+      attempt.done_by = std::move(done);
+      return attempt;
+    }
   }
   for (std::size_t i = 0; i < request.resources.size(); ++i) {
     bool reentry = decisions[i].verdict == lock::Verdict::reenter && own_leases[i];
@@ -727,6 +792,8 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
       } else {
         remove_lease(lease);
         record(EventKind::released, lease, now, held);
+        if (request.succeeded)
+          record_success(lease);
         result.holders_removed = 1;
       }
     }
