@@ -4,6 +4,7 @@
 // python3-jsonschema), and `status --format prometheus` passes a real
 // Prometheus parser and linter (`promtool check metrics`). The outputs come
 // from real holders, waiters and every kind of history event.
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <string>
@@ -168,6 +169,9 @@ TEST_SUITE("output contracts") {
     CHECK_EXIT(env.clock({"run", "-n", "-E", "0", "-r", "c", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "-w", "200ms", "-r", "c", "--", "true"}), 75);
     CHECK_EXIT(env.clock({"run", "--max-runtime", "200ms", "-r", "k", "--", "sleep", "30"}), 124);
+    // skipped under --once-per, naming the run that did the period (done_by)
+    CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "p", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "p", "--", "true"}), 0);
 
     Result history = env.clock({"history", "--format", "json"});
     REQUIRE_EXIT(history, 0);
@@ -186,6 +190,9 @@ TEST_SUITE("output contracts") {
       if (event["event"] == "forced")
         CHECK(event["by"].get<std::string>().find('@') != std::string::npos);
     }
+    CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {
+            return event["event"] == "skipped" && event["done_by"].is_object();
+          }) == 1);
 
     Result limited = env.clock({"history", "a", "--limit", "1", "--format", "json"});
     CHECK_EXIT(validate(env, "history", limited.out, "history-limited.json"), 0);
