@@ -308,43 +308,29 @@ BEGIN
        OR w.mode <> excluded.mode OR w.slots <> excluded.slots;
 END $$;
 
--- --once-per D: when a request that would be granted finds that the period
--- is done, i.e. that the latest successful run (last_success) of one of its
--- resources, taken in request order, was granted at or after p_now - D on
--- the database's clock (at the boundary it still counts), it is not
--- granted: it is recorded as skipped naming that run, leaves the queue
--- (waking those it was ahead of) and gets {"outcome": "done", "done_by":
--- {resource, owner, host, token, started}}. NULL when the period is not
--- done. Called by try_acquire() under the hierarchy locks.
-CREATE OR REPLACE FUNCTION @schema@.skip_if_period_done(
-  p_namespace text, p_resources text[], p_once_per_ms bigint, p_now timestamptz, p_owner uuid,
+-- --once-per D: a request that would be granted finds its period done when
+-- the latest successful run (last_success) of one of its resources was
+-- granted at or after now - D on the database's clock (at the boundary it
+-- still counts); try_acquire() looks, under the hierarchy locks, in one
+-- statement of its own. Then this records the request as skipped naming
+-- that run (p_done: {resource, owner, host, token, started}), takes it out
+-- of the queue (waking those it was ahead of) and returns try_acquire's
+-- reply {"outcome": "done", "done_by": p_done}.
+CREATE OR REPLACE FUNCTION @schema@.skip_done_period(
+  p_done jsonb, p_namespace text, p_resources text[], p_now timestamptz, p_owner uuid,
   p_mode text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
-DECLARE
-  v_done jsonb;
 BEGIN
-  FOR i IN 1 .. cardinality(p_resources) LOOP
-    SELECT jsonb_build_object('resource', s.resource, 'owner', s.owner, 'host', s.host,
-                              'token', s.token, 'started', @schema@.usec(s.started_at))
-    INTO v_done
-    FROM @schema@.last_success s
-    WHERE s.namespace = p_namespace AND s.resource = p_resources[i]
-      AND s.started_at >= p_now - p_once_per_ms * interval '1 ms';
-    EXIT WHEN v_done IS NOT NULL;
-  END LOOP;
-  IF v_done IS NULL THEN
-    RETURN NULL;
-  END IF;
   PERFORM @schema@.record_missed('skipped', p_now, p_namespace, p_resources, p_owner, p_mode,
-                                 p_host, p_ip, p_pid, p_user, p_command, v_done);
+                                 p_host, p_ip, p_pid, p_user, p_command, p_done);
   DELETE FROM @schema@.waiters
   WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources);
   IF FOUND THEN
     PERFORM @schema@.notify_heads(p_namespace, p_resources, p_now);
   END IF;
-  RETURN jsonb_build_object('outcome', 'done', 'now', @schema@.usec(p_now), 'done_by', v_done);
+  RETURN jsonb_build_object('outcome', 'done', 'now', @schema@.usec(p_now), 'done_by', p_done);
 END $$;
 
 -- One attempt at taking every resource of a request, all or none. Returns
@@ -356,7 +342,7 @@ END $$;
 -- p_ttl_ms = 0: the lease never expires. p_request_id: a fresh id per
 -- acquire; a retried call with the same id returns the grant it made.
 -- p_once_per_ms: --once-per D, NULL for none; a request that would be granted
--- when its period is done gets skip_if_period_done()'s {"outcome": "done"}.
+-- when its period is done gets skip_done_period()'s {"outcome": "done"}.
 --
 -- Two fast paths come first, for one resource, each answering as the general
 -- path below would with the same rows, in four statements instead of some
@@ -486,10 +472,17 @@ BEGIN
       END IF;
     END IF;
     IF v_grant AND p_once_per_ms IS NOT NULL THEN
-      v_done := @schema@.skip_if_period_done(p_namespace, p_resources, p_once_per_ms, v_now,
-                                             p_owner, p_mode, p_host, p_ip, p_pid, p_user,
-                                             p_command);
-      IF v_done IS NOT NULL THEN RETURN v_done; END IF;
+      -- --once-per: is the period done? (skip_done_period)
+      SELECT jsonb_build_object('resource', s.resource, 'owner', s.owner, 'host', s.host,
+                                'token', s.token, 'started', @schema@.usec(s.started_at))
+      INTO v_done
+      FROM @schema@.last_success s
+      WHERE s.namespace = p_namespace AND s.resource = v_resource
+        AND s.started_at >= v_now - p_once_per_ms * interval '1 ms';
+      IF v_done IS NOT NULL THEN
+        RETURN @schema@.skip_done_period(v_done, p_namespace, p_resources, v_now, p_owner, p_mode,
+                                         p_host, p_ip, p_pid, p_user, p_command);
+      END IF;
     END IF;
     IF v_grant THEN
       WITH g AS (
@@ -597,11 +590,19 @@ BEGIN
   -- --once-per, decided here, under the hierarchy locks that release() holds
   -- while it records a success: a request granted after the run that did
   -- the period finds it. A retry of a grant that took effect is not a new run.
+  -- Of several resources done, the first in request (canonical, byte) order.
   IF p_once_per_ms IS NOT NULL AND NOT ('again' = ANY (v_verdicts)) THEN
-    v_done := @schema@.skip_if_period_done(p_namespace, p_resources, p_once_per_ms, v_now,
-                                           p_owner, p_mode, p_host, p_ip, p_pid, p_user,
-                                           p_command);
-    IF v_done IS NOT NULL THEN RETURN v_done; END IF;
+    SELECT jsonb_build_object('resource', s.resource, 'owner', s.owner, 'host', s.host,
+                              'token', s.token, 'started', @schema@.usec(s.started_at))
+    INTO v_done
+    FROM @schema@.last_success s
+    WHERE s.namespace = p_namespace AND s.resource = ANY (p_resources)
+      AND s.started_at >= v_now - p_once_per_ms * interval '1 ms'
+    ORDER BY s.resource LIMIT 1;
+    IF v_done IS NOT NULL THEN
+      RETURN @schema@.skip_done_period(v_done, p_namespace, p_resources, v_now, p_owner, p_mode,
+                                       p_host, p_ip, p_pid, p_user, p_command);
+    END IF;
   END IF;
   FOR i IN 1 .. cardinality(p_resources) LOOP
     IF v_verdicts[i] = 'again' THEN
