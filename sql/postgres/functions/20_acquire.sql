@@ -423,19 +423,36 @@ BEGIN
         WHERE o.namespace = p_namespace AND o.owner <> p_owner
           AND (o.expires_at IS NULL OR o.expires_at > v_now)
           AND (o.resource = ANY (v_up) OR (o.resource > v_lo AND o.resource < v_hi));
+        -- Per related name, entries in queue order (waiters_in_order), so
+        -- that each scan stops after 64 rows or at the first row.
         SELECT count(*) INTO v_ahead
-        FROM (SELECT 1 FROM @schema@.waiters w
-              WHERE w.namespace = p_namespace AND w.owner <> p_owner AND w.expires_at > v_now
-                AND w.position < v_mine
-                AND (w.resource = ANY (v_up) OR (w.resource > v_lo AND w.resource < v_hi))
+        FROM (SELECT 1 FROM unnest(v_up) AS r (name)
+              CROSS JOIN LATERAL (
+                SELECT 1 FROM @schema@.waiters w
+                WHERE w.namespace = p_namespace AND w.resource = r.name
+                  AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+                ORDER BY w.position LIMIT 64) AS x
+              UNION ALL
+              (SELECT 1 FROM @schema@.waiters w
+               WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+                 AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+               LIMIT 64)
               LIMIT 64) AS ahead;
         IF v_leases <> '[]' OR v_ahead > 0 THEN
           SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
-          FROM (SELECT * FROM @schema@.waiters w
-                WHERE w.namespace = p_namespace AND w.owner <> p_owner
-                  AND w.expires_at > v_now AND w.position < v_mine
-                  AND (w.resource = ANY (v_up) OR (w.resource > v_lo AND w.resource < v_hi))
-                ORDER BY w.position LIMIT 1) AS f;
+          FROM (SELECT * FROM (
+                  SELECT x.* FROM unnest(v_up) AS r (name)
+                  CROSS JOIN LATERAL (
+                    SELECT * FROM @schema@.waiters w
+                    WHERE w.namespace = p_namespace AND w.resource = r.name
+                      AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+                    ORDER BY w.position LIMIT 1) AS x
+                  UNION ALL
+                  (SELECT * FROM @schema@.waiters w
+                   WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+                     AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+                   ORDER BY w.position LIMIT 1)) AS c
+                ORDER BY c.position LIMIT 1) AS f;
           -- The refresh enqueue() would make: only this owner's row, only
           -- once half its lifetime is gone.
           UPDATE @schema@.waiters SET expires_at = v_now + v_life
