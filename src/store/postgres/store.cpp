@@ -157,7 +157,7 @@ class PostgresStore::Impl {
   }
 
   // How long a waiter behind the first sleeps, without a connection, before
-  // it looks again: 100 ms per entry ahead, doubled each time its place did
+  // it looks again: 50 ms per entry ahead, doubled each time its place did
   // not move, at most a second per entry ahead (so the second in line learns
   // within a second that it is first), jittered by a quarter so that waiters
   // spread out. waiting.cpp bounds it by a quarter of the queue entry's
@@ -176,7 +176,7 @@ class PostgresStore::Impl {
   void rest() { m_conn.close_if_idle(k_idle); }
 
   static constexpr milliseconds k_idle{1000};
-  static constexpr milliseconds k_pace_step{100};
+  static constexpr milliseconds k_pace_step{50};
   static constexpr milliseconds k_pace_cap{1000};
 
  private:
