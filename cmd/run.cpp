@@ -41,7 +41,8 @@ store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::G
 
 // The heartbeat's calls: renew every resource keeping the tokens, and, where
 // the store can tell cheaply, check between renewals that they are still
-// held. Both run on the supervisor's heartbeat thread, the only user of
+// held, and give the connection back between renewals. All run on the
+// supervisor's heartbeat thread, the only user of
 // `store` while the child runs; their errors are the heartbeat's to report.
 run::LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& held) {
   run::LeaseKeeping keeping;
@@ -52,6 +53,9 @@ run::LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& hel
   keeping.check_interval = store.still_holds_interval();
   if (keeping.check_interval)
     keeping.still_holds = [&store, held] { return store.still_holds(held); };
+  keeping.rest_after = store.idle_limit();
+  if (keeping.rest_after)
+    keeping.rest = [&store] { store.rest(); };
   return keeping;
 }
 

@@ -176,12 +176,24 @@ void Heartbeat::run() {
   int failures = 0;
   const bool checks = m_lease.still_holds && m_lease.check_interval;
 
+  const bool rests = m_lease.rest && m_lease.rest_after;
+
   std::unique_lock lock(m_mutex);
   time_point next = m_last_renewal_start + m_options.heartbeat;
   time_point next_check = checks ? Clock::now() + *m_lease.check_interval : time_point::max();
+  // The grant's connection is idle from the grant on.
+  time_point next_rest = rests ? Clock::now() + *m_lease.rest_after : time_point::max();
   for (;;) {
-    if (m_wake.wait_until(lock, std::min(next, next_check), [this] { return m_stopping; }))
+    if (m_wake.wait_until(lock, std::min({next, next_check, next_rest}),
+                          [this] { return m_stopping; }))
       return;
+    if (Clock::now() >= next_rest && Clock::now() < next) {  // idle: give the connection back
+      lock.unlock();
+      m_lease.rest();
+      lock.lock();
+      next_rest = time_point::max();
+      continue;
+    }
     if (Clock::now() < next) {  // a check is due, not a renewal
       if (!check(lock))
         return;
@@ -192,6 +204,8 @@ void Heartbeat::run() {
     time_point start = Clock::now();
     RenewOutcome outcome = attempt();
     lock.lock();
+    if (rests)
+      next_rest = Clock::now() + *m_lease.rest_after;
     switch (outcome) {
       case RenewOutcome::renewed:
         // The server's lease runs from no earlier than this attempt's start.

@@ -1,7 +1,8 @@
 // The heartbeat of `clock run`: a thread that renews the lease every
 // --heartbeat, retries an unavailable backend with jittered backoff, checks
-// between renewals that the lease is still held where that is cheap, and
-// tells the main loop when a renewal succeeded or the lease was lost.
+// between renewals that the lease is still held where that is cheap, gives
+// the backend's connection back between renewals (each renewal borrows one),
+// and tells the main loop when a renewal succeeded or the lease was lost.
 #pragma once
 
 #include <chrono>

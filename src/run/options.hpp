@@ -68,6 +68,10 @@ struct LeaseKeeping {
   StillHolds still_holds;  // empty: a loss is found by the next renewal
   // How often to ask still_holds; none: never (the backend has no cheap check).
   std::optional<milliseconds> check_interval;
+  // Closes the backend's connection between renewals once it has been idle
+  // for rest_after (a renewal borrows one); empty: nothing to close.
+  std::function<void()> rest;
+  std::optional<milliseconds> rest_after;
 };
 
 }  // namespace clk::run

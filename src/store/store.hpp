@@ -275,6 +275,15 @@ class Store {
 
   // Creates or migrates the schema (clock init). Commands call it lazily.
   virtual void migrate() = 0;
+
+  // How long a connection to the backend stays open after a call before
+  // rest() closes it; none where nothing is held open between calls (SQLite).
+  virtual std::optional<milliseconds> idle_limit() const { return std::nullopt; }
+
+  // Closes what has been idle for idle_limit() or longer; the next call
+  // reopens it. A holder calls it between renewals (SPEC §3: connections are
+  // borrowed, not held).
+  virtual void rest() {}
 };
 
 }  // namespace clk::store

@@ -183,9 +183,68 @@ def memory(t):
         t.absolute("6", f"peak RSS of {name} while its child runs (reference)", key, unit="MiB")
 
 
+def borrowed(t):
+    """Measurement 8 (tests/bench/borrow.sh): connections borrowed, not held."""
+    def exits_text(key):
+        exits = t.get(key, "exits") or {}
+        return ", ".join(f"{v} × {k}" for k, v in exits.items())
+
+    def all_zero(key):
+        exits, n = t.get(key, "exits") or {}, t.get(key, "count")
+        return exits.get("0") == n
+
+    for key, via in (("m8.burst.pg", "direct, role limited to 90 connections"),
+                     ("m8.burst.pgbouncer", "through pgbouncer")):
+        n = t.get(key, "count")
+        if n is None:
+            t.missing("8", f"burst on distinct resources, {via}", [key])
+            continue
+        peak = t.get(key, "peak_backends")
+        text = f"{exits_text(key)} in {fmt_ms(t.get(key))}"
+        ok = all_zero(key)
+        if key.endswith(".pg"):
+            text += f"; peak {peak} backends"
+            ok = ok and peak <= 90
+        t.row("8", f"{n} `clock run` at once on distinct resources, {via}", text, None, None,
+              f"{n} × 0" + (", ≤ 90 backends" if key.endswith(".pg") else ""), ok)
+    for key, via, p50 in (("m8.queue.pg", "direct", 15.0), ("m8.queue.pgbouncer", "through pgbouncer", None)):
+        n = t.get(key, "count")
+        if n is None:
+            t.missing("8", f"waiters on one resource, {via}", [key])
+            continue
+        handover = t.get(key, "handover_p50")
+        text = (f"{exits_text(key)} in {fmt_ms(t.get(key))}; ran {t.get(key, 'ran')}, "
+                f"overlaps {t.get(key, 'overlaps')}; hand-over p50 {fmt_ms(handover)}, "
+                f"p90 {fmt_ms(t.get(key, 'handover_p90'))}")
+        ok = all_zero(key) and t.get(key, "overlaps") == 0
+        target = f"{n} × 0, no overlap"
+        if key.endswith(".pg"):
+            text += f"; peak {t.get(key, 'peak_backends')} backends"
+            ok = ok and t.get(key, "peak_backends") <= 10 and handover <= p50
+            target += ", ≤ 10 backends, p50 ≤ 15 ms"
+        else:
+            ok = ok and t.get(key) <= 60_000
+            target += ", within 60 s"
+        t.row("8", f"{n} waiters on one resource, empty job, {via}", text, None, None, target, ok)
+    key = "m8.wait200.pgbouncer"
+    if t.get(key) is None:
+        t.missing("8", "200 waiters through pgbouncer", [key])
+    else:
+        xps = t.get(key, "xact_per_s")
+        t.row("8", "200 waiters through pgbouncer: server tx/s while they wait; hand-over p50 (p90)",
+              f"{xps} tx/s; {fmt_ms(t.get(key))} ({fmt_ms(t.get(key, 'p90'))})", None, None,
+              "≤ 50 tx/s, p50 ≤ 50 ms", xps <= 50 and t.get(key) <= 50)
+    key = "m8.sleepers.pg"
+    if t.get(key) is None:
+        t.missing("8", "sleeping jobs hold no backend", [key])
+    else:
+        t.row("8", f"{t.get(key, 'jobs')} jobs `sleep 20`: client backends between heartbeats",
+              f"{t.get(key)}", None, None, "0", t.get(key) == 0 and t.get(key, "failed") == 0)
+
+
 def render(results, title, notes):
     t = Table(results)
-    for part in (uncontended, contended, handover, scale, waiting, memory):
+    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed):
         part(t)
     out = [f"## {title}", ""]
     out += [f"- {note}" for note in notes]

@@ -364,6 +364,21 @@ END $$;
 --    which runs only for an owner others can wait for) or granted, as in 1.
 -- Both check it under the hierarchy's advisory lock, in statements that start
 -- after the lock is held (READ COMMITTED: a fresh snapshot per statement).
+-- Fast path 0 comes before them and takes no lock at all: the re-attempt of
+-- an exclusive request whose live queue entry (same request id) is already
+-- in place, by an owner that does not hold the resource, with no expired
+-- related lease to record. When a live related lease of another owner or a
+-- live earlier related queue entry of another owner is in the way, the
+-- general path could only answer blocked (re-attempts skip the deadlock
+-- search) and refresh the entry; fast path 0 answers so from one snapshot,
+-- refreshing only the caller's own row, so waiters' attempts neither queue
+-- behind one another on the hierarchy lock nor make a release wait. A change
+-- committed after that snapshot is not missed: a release or departure
+-- notifies the new first waiters (notify_heads) and pollers look again. Its
+-- reply lists the leases in the way but only the first queue entry ahead,
+-- with "ahead": how many live entries are ahead, counted up to 64, so its
+-- cost does not grow with the queue. Anything else, or nothing in the way,
+-- goes on to the fast paths below.
 -- Anything else (shared, a semaphore, -n, several resources, re-entry, an
 -- expired lease to record, arguments to refuse) goes on to the general path,
 -- which re-takes the same advisory lock (advisory locks stack within a
@@ -401,6 +416,10 @@ DECLARE
   v_cycle jsonb;
   v_grants jsonb := '[]';
   v_done jsonb;
+  v_ahead integer := 0;
+  v_life interval := CASE WHEN p_ttl_ms IS NULL OR p_ttl_ms = 0 THEN interval '30 s'
+                          ELSE least(greatest(p_ttl_ms * interval '1 ms', interval '1 s'),
+                                     interval '30 s') END;
   l @schema@.leases;
 BEGIN
   -- The fast paths take only arguments check_names() and the general path
@@ -411,6 +430,68 @@ BEGIN
      AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
      AND p_mode IN ('exclusive', 'shared') AND p_slots >= 0 AND p_ttl_ms >= 0
      AND p_owner IS NOT NULL AND coalesce(p_request_id, '') <> '' AND p_queue IS NOT NULL THEN
+    v_up := array_prepend(v_resource, @schema@.ancestors(v_resource));
+    IF p_queue AND p_mode = 'exclusive' AND p_slots = 0 THEN
+      -- Fast path 0, before any lock: see the header.
+      v_now := clock_timestamp();
+      SELECT position INTO v_mine FROM @schema@.waiters
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
+        AND request_id = p_request_id AND expires_at > v_now;
+      IF v_mine IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM @schema@.leases
+                         WHERE namespace = p_namespace AND resource = v_resource
+                           AND owner = p_owner)
+         AND NOT EXISTS (SELECT 1 FROM @schema@.leases
+                         WHERE namespace = p_namespace AND expires_at <= v_now
+                           AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi)))
+      THEN
+        SELECT coalesce(jsonb_agg(@schema@.lease_json(o, v_now) ORDER BY o.token), '[]')
+        INTO v_leases
+        FROM @schema@.leases o
+        WHERE o.namespace = p_namespace AND o.owner <> p_owner
+          AND (o.expires_at IS NULL OR o.expires_at > v_now)
+          AND (o.resource = ANY (v_up) OR (o.resource > v_lo AND o.resource < v_hi));
+        -- Per related name, entries in queue order (waiters_in_order), so
+        -- that each scan stops after 64 rows or at the first row.
+        SELECT count(*) INTO v_ahead
+        FROM (SELECT 1 FROM unnest(v_up) AS r (name)
+              CROSS JOIN LATERAL (
+                SELECT 1 FROM @schema@.waiters w
+                WHERE w.namespace = p_namespace AND w.resource = r.name
+                  AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+                ORDER BY w.position LIMIT 64) AS x
+              UNION ALL
+              (SELECT 1 FROM @schema@.waiters w
+               WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+                 AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+               LIMIT 64)
+              LIMIT 64) AS ahead;
+        IF v_leases <> '[]' OR v_ahead > 0 THEN
+          SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
+          FROM (SELECT * FROM (
+                  SELECT x.* FROM unnest(v_up) AS r (name)
+                  CROSS JOIN LATERAL (
+                    SELECT * FROM @schema@.waiters w
+                    WHERE w.namespace = p_namespace AND w.resource = r.name
+                      AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+                    ORDER BY w.position LIMIT 1) AS x
+                  UNION ALL
+                  (SELECT * FROM @schema@.waiters w
+                   WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+                     AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
+                   ORDER BY w.position LIMIT 1)) AS c
+                ORDER BY c.position LIMIT 1) AS f;
+          -- The refresh enqueue() would make: only this owner's row, only
+          -- once half its lifetime is gone.
+          UPDATE @schema@.waiters SET expires_at = v_now + v_life
+          WHERE position = v_mine AND expires_at < v_now + v_life / 2;
+          RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
+                                    'leases', v_leases, 'waiters', v_waiters,
+                                    'ahead', v_ahead);
+        END IF;
+      END IF;
+      v_mine := NULL; v_leases := '[]'; v_waiters := '[]';
+    END IF;
     PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
     -- lock_hierarchies() for one resource, inline.
     v_key := @schema@.lock_key(p_namespace, split_part(v_resource, '.', 1));
@@ -421,7 +502,6 @@ BEGIN
         MESSAGE = 'another transaction holds locks under the same top-level name';
     END IF;
     v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
-    v_up := array_prepend(v_resource, @schema@.ancestors(v_resource));
     -- Fast path 1: no related row at all but the caller's own queue entries.
     v_grant := NOT EXISTS (SELECT 1 FROM @schema@.leases
                            WHERE namespace = p_namespace AND resource = ANY (v_up))

@@ -123,7 +123,21 @@ void Connection::open() {
   session();
 }
 
+void Connection::close() noexcept {
+  drop();
+}
+
+void Connection::close_if_idle(steady_clock::duration idle) noexcept {
+  if (m_session && steady_clock::now() - m_last_used >= idle)
+    drop();
+}
+
+bool Connection::is_open() const {
+  return m_session && m_session->conn.is_open();
+}
+
 Connection::Session& Connection::session() {
+  m_last_used = steady_clock::now();
   if (m_session && m_session->conn.is_open())
     return *m_session;
   m_session.reset();
@@ -365,6 +379,10 @@ void Connection::await(const std::string& channel, const std::string& wanted,
 
 bool Connection::notified_directly() const {
   return m_session && m_session->listener && m_session->direct;
+}
+
+bool Connection::listening() const {
+  return m_session && m_session->listener;
 }
 
 }  // namespace clk::store::postgres

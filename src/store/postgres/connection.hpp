@@ -49,6 +49,16 @@ class Connection {
   // Opens the connection unless it is open.
   void open();
 
+  // Closes the connection; the next call opens a new one. A clock process
+  // keeps a server connection only while it has statements to run (SPEC §3:
+  // connections are borrowed, not held).
+  void close() noexcept;
+
+  // Closes the connection once no call has begun on it for `idle`.
+  void close_if_idle(std::chrono::steady_clock::duration idle) noexcept;
+
+  bool is_open() const;
+
   // Runs one statement with bound parameters (an unnamed statement, so it
   // works through pgbouncer in transaction mode) in its own implicit
   // transaction, and returns the text of the first column of its one row.
@@ -91,6 +101,9 @@ class Connection {
   // lost, so a waiter must poll instead.
   bool notified_directly() const;
 
+  // Whether the open connection LISTENs (await() has been called on it).
+  bool listening() const;
+
  private:
   struct Session;
   Session& session();
@@ -103,6 +116,7 @@ class Connection {
   std::string m_conninfo;  // m_url with clock's defaults
   std::string m_target;    // "host:port" for messages
   std::unique_ptr<Session> m_session;
+  std::chrono::steady_clock::time_point m_last_used;  // the start of the last call
 };
 
 }  // namespace clk::store::postgres

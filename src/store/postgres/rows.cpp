@@ -204,6 +204,9 @@ AcquireReply parse_acquire(const std::string& text) {
         out.attempt.blocking_waiters.push_back(waiter_of(row));
       }
       out.next_expiry_in = next_expiry_in(reply);
+      auto ahead = reply.find("ahead");
+      out.ahead = ahead != reply.end() ? static_cast<int>(integer_of(*ahead))
+                                       : static_cast<int>(out.attempt.blocking_waiters.size());
     } else if (outcome == "done") {
       const auto& run = reply.at("done_by");
       out.attempt.outcome = Outcome::done;

@@ -19,6 +19,9 @@ struct AcquireReply {
   // blocked: how long, on the server's clock, until the first lease or queue
   // entry in the way expires (none: nothing in the way ever expires).
   std::optional<std::chrono::microseconds> next_expiry_in;
+  // blocked: how many live queue entries are ahead of the caller's (fast
+  // path 0 counts up to 64 and lists only the first; else the list's size).
+  int ahead = 0;
 };
 AcquireReply parse_acquire(const std::string& json);
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -112,32 +113,71 @@ class PostgresStore::Impl {
   }
 
   // What the last blocked attempt said about when to look again without
-  // being told: the earliest expiry of a lease or queue entry in the way.
-  void blocked_until(std::optional<steady_clock::time_point> next_expiry, std::string owner) {
+  // being told: the earliest expiry of a lease or queue entry in the way, and
+  // how many queue entries are ahead of this waiter's.
+  void blocked_until(std::optional<steady_clock::time_point> next_expiry, std::string owner,
+                     std::optional<int> ahead) {
     m_next_expiry = next_expiry;
     m_owner = std::move(owner);
+    if (!ahead)
+      return;
+    m_unmoved = *ahead == m_ahead ? m_unmoved + 1 : 0;
+    m_ahead = *ahead;
   }
 
+  // Borrowed, not held (SPEC §3): only the first waiter of a queue keeps
+  // its connection, to LISTEN: a release or a departure notifies the first
+  // waiters (notify_heads). Through a pooler (no notifications) it keeps its
+  // client connection and polls every 50 ms with an attempt that takes no
+  // lock (try_acquire's fast path 0). Every other waiter closes its
+  // connection and looks again at its pace(); the attempt that finds it
+  // first makes it LISTEN.
   void wait_for_change(steady_clock::time_point until) {
     auto now = steady_clock::now();
     if (until <= now)
       return;
-    steady_clock::duration slice;
-    if (m_conn.notified_directly()) {
-      // Every change that can let this waiter in is notified to it, except
-      // the expiry of what is in its way: wake for that too.
-      slice = until - now;
-      if (m_next_expiry)
-        slice = std::min(slice,
-                         std::max<steady_clock::duration>(*m_next_expiry - now, milliseconds(10)));
-    } else {
-      // No notifications (pooled, or not listening yet): a poll, jittered so
-      // that waiters woken together spread out.
-      std::uniform_int_distribution<int> poll_ms(200, 500);
-      slice = std::min<steady_clock::duration>(until - now, milliseconds(poll_ms(m_random)));
+    // Every change that can let this waiter in is notified to it, except
+    // the expiry of what is in its way: look again then too.
+    steady_clock::duration slice = until - now;
+    if (m_next_expiry)
+      slice =
+          std::min(slice, std::max<steady_clock::duration>(*m_next_expiry - now, milliseconds(10)));
+    if (m_ahead > 0) {
+      m_conn.close();
+      std::this_thread::sleep_for(std::min<steady_clock::duration>(slice, pace()));
+      return;
     }
-    m_conn.await(pg::notify_channel(m_schema), m_owner, slice);
+    const std::string channel = pg::notify_channel(m_schema);
+    if (m_conn.listening() && !m_conn.notified_directly()) {
+      std::uniform_int_distribution<int> poll_ms(40, 60);
+      slice = std::min<steady_clock::duration>(slice, milliseconds(poll_ms(m_random)));
+    }
+    // The first call on a connection LISTENs and returns at once: look again.
+    m_conn.await(channel, m_owner, slice);
   }
+
+  // How long a waiter behind the first sleeps, without a connection, before
+  // it looks again: 50 ms per entry ahead, doubled each time its place did
+  // not move, at most a second per entry ahead (so the second in line learns
+  // within a second that it is first), jittered by a quarter so that waiters
+  // spread out. waiting.cpp bounds it by a quarter of the queue entry's
+  // lifetime (7.5 s with the default TTL), which keeps the entry alive.
+  steady_clock::duration pace() {
+    const int ahead = std::max(1, m_ahead);
+    milliseconds base = k_pace_step * ahead;
+    for (int i = 0; i < m_unmoved && base < k_pace_cap * ahead; ++i)
+      base *= 2;
+    base = std::min(base, k_pace_cap * ahead);
+    std::uniform_real_distribution<double> jitter(0.75, 1.25);
+    return duration_cast<milliseconds>(base * jitter(m_random));
+  }
+
+  // A holder's connection between renewals: closed once idle for k_idle.
+  void rest() { m_conn.close_if_idle(k_idle); }
+
+  static constexpr milliseconds k_idle{1000};
+  static constexpr milliseconds k_pace_step{50};
+  static constexpr milliseconds k_pace_cap{1000};
 
  private:
   static std::string checked(const std::string& schema) {
@@ -150,6 +190,8 @@ class PostgresStore::Impl {
   bool m_schema_ready = false;
   std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
   std::string m_owner;                                    // the waiting request's
+  int m_ahead = 0;    // queue entries ahead of ours at the last blocked attempt
+  int m_unmoved = 0;  // blocked attempts in a row that found m_ahead unchanged
   std::minstd_rand m_random{util::random_seed()};
 };
 
@@ -180,7 +222,8 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     // Another program holds these resources' hierarchy in an open
     // transaction: blocked, like any holder (-n: 75; a waiter tries again,
     // soon: that transaction's end may notify nobody).
-    m_impl->blocked_until(steady_clock::now() + milliseconds(500), request.owner.str());
+    m_impl->blocked_until(steady_clock::now() + milliseconds(500), request.owner.str(),
+                          std::nullopt);
     Attempt blocked;
     blocked.outcome = Outcome::blocked;
     return blocked;
@@ -189,7 +232,7 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     std::optional<steady_clock::time_point> next_expiry;
     if (reply.next_expiry_in)
       next_expiry = steady_clock::now() + *reply.next_expiry_in + milliseconds(20);
-    m_impl->blocked_until(next_expiry, request.owner.str());
+    m_impl->blocked_until(next_expiry, request.owner.str(), reply.ahead);
   }
   if (reply.refused)
     throw refusal_error(Operation::acquire, *reply.refused, request.owner);
@@ -333,6 +376,14 @@ GcReport PostgresStore::gc(const GcOptions& options) {
 
 void PostgresStore::migrate() {
   m_impl->migrate();
+}
+
+std::optional<milliseconds> PostgresStore::idle_limit() const {
+  return Impl::k_idle;
+}
+
+void PostgresStore::rest() {
+  m_impl->rest();
 }
 
 std::unique_ptr<Store> make_postgres_store(const StoreOptions& options) {

@@ -39,9 +39,10 @@ class PostgresStore final : public Store {
   void leave_queue(const LockRequest& request) override;
   void record_missed_run(const LockRequest& request, EventKind kind,
                          const std::optional<InTheWay>& in_the_way) override;
-  // LISTENs (once per connection) on the schema's channel and waits on the
-  // socket, at most a jittered 200-500 ms at a time: the fallback poll for
-  // when notifications do not arrive (pgbouncer in transaction mode).
+  // The first waiter of a queue LISTENs on the schema's channel (through
+  // pgbouncer, where notifications do not arrive, it polls every 50 ms); the
+  // others close their connection and look again at a pace set by their
+  // place in the queue (store.cpp, Impl::pace()).
   void wait_for_change(std::chrono::steady_clock::time_point until) override;
   // Idempotent: after a dropped connection it is retried once on a fresh one
   // (the retry settles an outcome the first attempt left unknown).
@@ -59,6 +60,10 @@ class PostgresStore final : public Store {
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
   void migrate() override;
+  // One second: the cost of a reconnect (docs/performance.md) stays off a
+  // short job's path (acquire and release share one connection).
+  std::optional<milliseconds> idle_limit() const override;
+  void rest() override;
 
  private:
   class Impl;

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Measurement 8, connections borrowed, not held (SPEC §3): a fleet's burst
+# against a server whose connection budget is far smaller than the fleet.
+# clock logs in as a clock_app member with CONNECTION LIMIT 90 (what
+# max_connections = 100 leaves a fleet; the test server itself allows more),
+# and a sampler counts that role's client backends every 20 ms.
+#   8a  N `clock run -- true` started at once on distinct resources, direct
+#       and through pgbouncer: exits, wall time, peak backends;
+#   8b  W waiters on one resource, empty job, direct and through pgbouncer:
+#       exits, wall time, peak backends, hand-over p50/p90 (the gap from one
+#       job's end stamp to the next one's start stamp);
+#   8c  200 waiters behind a holder through pgbouncer: server transactions/s
+#       while they wait, then hand-over p50 once it lets go;
+#   8d  J jobs `sleep S` on distinct resources: backends held between heartbeats.
+# Sizes (the issue's targets in brackets; BENCH_QUICK=1 takes the smaller):
+# BENCH_BORROW_BURST [1000], BENCH_BORROW_QUEUE [500], BENCH_BORROW_JOBS [150].
+source "$(dirname "$0")/lib.sh"
+
+burst=${BENCH_BORROW_BURST:-$(reps 1000 200)}
+queue=${BENCH_BORROW_QUEUE:-$(reps 500 100)}
+jobs_n=${BENCH_BORROW_JOBS:-$(reps 150 50)}
+say "8. borrowed connections: burst $burst, queue $queue, $jobs_n sleeping jobs"
+
+db=clock_borrow
+role=clock_borrow_host
+psql_at "$BENCH_PG_URL" "DROP DATABASE IF EXISTS $db" >/dev/null
+psql_at "$BENCH_PG_URL" "CREATE DATABASE $db" >/dev/null
+admin_url=$(pg_url $db)
+init_store "$admin_url"
+psql -X -q -v ON_ERROR_STOP=1 -v schema=clock -d "$admin_url" \
+  -f "$bench_dir/../../sql/postgres/roles.sql" >/dev/null
+psql_at "$admin_url" "DROP ROLE IF EXISTS $role" >/dev/null
+psql_at "$admin_url" "CREATE ROLE $role LOGIN CONNECTION LIMIT 90 IN ROLE clock_app" >/dev/null
+url="$admin_url user=$role"
+# pgbouncer knows only the server's superuser (tests/helpers/with-postgres.sh);
+# its pool (20) is what the server sees of the fleet.
+pgb=$(pgb_url $db)
+work=$BENCH_WORK/m8
+mkdir -p "$work"
+
+# backends: the role's client backends now.
+backends() {
+  psql_at "$admin_url" "SELECT count(*) FROM pg_stat_activity
+                        WHERE usename = '$role' AND backend_type = 'client backend'"
+}
+# sample_peak FILE: until FILE.stop exists, the largest count of backends so far in FILE.
+sample_peak() {
+  local peak=0 n
+  while [[ ! -e $1.stop ]]; do
+    n=$(backends)
+    ((n > peak)) && peak=$n && echo "$peak" >"$1"
+    sleep 0.02
+  done
+  echo "$peak" >"$1"
+}
+# xacts: committed and rolled back transactions of the database so far.
+xacts() { psql_at "$admin_url" "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$db'"; }
+
+# herd KEY URL COUNT RESOURCE-PREFIX SAME: COUNT `clock run` at once; SAME=1
+# puts them all on one resource. Each job stamps its start and end.
+herd() {
+  local key=$1 u=$2 n=$3 same=$4 dir=$work/$1 i resource t0 t1 peak
+  rm -rf "$dir" && mkdir -p "$dir"
+  sample_peak "$dir/peak" &
+  local sampler=$!
+  t0=$(date +%s%N)
+  local pids=()
+  for i in $(seq "$n"); do
+    resource=bench.herd.$i
+    ((same)) && resource=bench.one
+    # shellcheck disable=SC2016  # $0..$1 are the child shell's
+    "$BENCH_CLOCK" --database "$u" run -r "$resource" -w 10m -- \
+      sh -c '"$0" "$1.start"; "$0" "$1.end"' "$BENCH_STAMP" "$dir/job.$i" \
+      </dev/null >/dev/null 2>>"$dir/stderr" &
+    pids+=($!)
+  done
+  : >"$dir/exits"
+  for pid in "${pids[@]}"; do
+    status=0
+    wait "$pid" || status=$?
+    echo "$status" >>"$dir/exits"
+  done
+  t1=$(date +%s%N)
+  touch "$dir/peak.stop"
+  wait "$sampler"
+  peak=$(cat "$dir/peak")
+  python3 - "$dir" "$n" "$(((t1 - t0) / 1000000))" "$peak" "$same" "$key" <<'EOF' >>"$BENCH_RESULTS"
+import collections, glob, json, statistics, sys
+d, n, wall_ms, peak, same, key = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+exits = collections.Counter(int(x) for x in open(f"{d}/exits").read().split())
+spans = []
+for start in glob.glob(f"{d}/job.*.start"):
+    end = start[:-6] + ".end"
+    try:
+        spans.append((int(open(start).read()), int(open(end).read())))
+    except (OSError, ValueError):
+        pass
+spans.sort()
+record = {"key": key, "unit": "ms", "median": wall_ms, "count": n, "ran": len(spans),
+          "exits": {str(k): v for k, v in sorted(exits.items())}, "peak_backends": peak}
+if same and len(spans) > 1:
+    gaps = [(b[0] - a[1]) / 1e6 for a, b in zip(spans, spans[1:])]
+    record["overlaps"] = sum(1 for g in gaps if g < 0)
+    gaps.sort()
+    record["handover_p50"] = gaps[len(gaps) // 2]
+    record["handover_p90"] = gaps[int(len(gaps) * 0.9)]
+print(json.dumps(record))
+EOF
+  say "  $key: $(tail -n 1 "$BENCH_RESULTS")"
+}
+
+herd m8.burst.pg "$url" "$burst" 0
+herd m8.burst.pgbouncer "$pgb" "$burst" 0
+herd m8.queue.pg "$url" "$queue" 1
+herd m8.queue.pgbouncer "$pgb" "$queue" 1
+
+# 8c: 200 waiters through pgbouncer behind a holder: the server's transactions
+# per second while they wait (after their start-up burst), then the hand-over.
+dir=$work/m8c
+rm -rf "$dir" && mkdir -p "$dir"
+# shellcheck disable=SC2016
+"$BENCH_CLOCK" --database "$pgb" run -r bench.c -- sh -c 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' \
+  "$dir/held" "$dir/go" </dev/null >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 300); do [[ -e $dir/held ]] && break; sleep 0.1; done
+waiters=()
+for i in $(seq 200); do
+  # shellcheck disable=SC2016
+  "$BENCH_CLOCK" --database "$pgb" run -r bench.c -- \
+    sh -c '"$0" "$1.start"; "$0" "$1.end"' "$BENCH_STAMP" "$dir/job.$i" </dev/null >/dev/null 2>&1 &
+  waiters+=($!)
+done
+for _ in $(seq 300); do
+  (($(psql_at "$admin_url" "SELECT count(*) FROM clock.waiters WHERE expires_at > now()") >= 200)) && break
+  sleep 0.2
+done
+sleep 5  # past the start-up burst
+x0=$(xacts)
+sleep 10
+x1=$(xacts)
+touch "$dir/go"
+wait "$holder" || true
+bad=0
+for pid in "${waiters[@]}"; do wait "$pid" || bad=$((bad + 1)); done
+python3 - "$dir" "$(((x1 - x0) / 10))" "$bad" <<'EOF' >>"$BENCH_RESULTS"
+import glob, json, sys
+d, xps, bad = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+spans = sorted((int(open(s).read()), int(open(s[:-6] + ".end").read())) for s in glob.glob(f"{d}/job.*.start"))
+gaps = sorted((b[0] - a[1]) / 1e6 for a, b in zip(spans, spans[1:]))
+print(json.dumps({"key": "m8.wait200.pgbouncer", "unit": "ms", "median": gaps[len(gaps) // 2],
+                  "p90": gaps[int(len(gaps) * 0.9)], "xact_per_s": xps, "failed": bad,
+                  "ran": len(spans)}))
+EOF
+say "  m8.wait200.pgbouncer: $(tail -n 1 "$BENCH_RESULTS")"
+
+# 8d: jobs that sleep hold no backend between heartbeats.
+dir=$work/m8d
+rm -rf "$dir" && mkdir -p "$dir"
+sleepers=()
+for i in $(seq "$jobs_n"); do
+  # shellcheck disable=SC2016
+  "$BENCH_CLOCK" --database "$url" run -r "bench.sleep.$i" -- sh -c 'touch "$0"; sleep 20' \
+    "$dir/started.$i" </dev/null >/dev/null 2>&1 &
+  sleepers+=($!)
+done
+for _ in $(seq 600); do
+  (($(find "$dir" -name 'started.*' | wc -l) >= jobs_n)) && break
+  sleep 0.1
+done
+sleep 3  # a second past the last grant, well before the first heartbeat (9 s)
+held=$(backends)
+bad=0
+for pid in "${sleepers[@]}"; do wait "$pid" || bad=$((bad + 1)); done
+echo "{\"key\": \"m8.sleepers.pg\", \"unit\": \"backends\", \"median\": $held, \"jobs\": $jobs_n, \"failed\": $bad}" >>"$BENCH_RESULTS"
+say "  m8.sleepers.pg: $(tail -n 1 "$BENCH_RESULTS")"
+
+psql_at "$BENCH_PG_URL" "DROP DATABASE $db WITH (FORCE)" >/dev/null
+psql_at "$BENCH_PG_URL" "DROP ROLE IF EXISTS $role" >/dev/null

@@ -1,0 +1,160 @@
+// SPEC §3 on PostgreSQL: connections are borrowed, not held. A running job
+// holds no server backend between its heartbeats, a waiter behind the first
+// holds none while it waits, and a herd larger than the role's connection
+// budget is served (each job once, no overlap, tokens increasing). Each test
+// logs in as a fresh role (trust authentication, `user=` appended to the
+// test's URL), so its backends are counted in pg_stat_activity by user name.
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+#include "postgres_tools.hpp"
+#include "sections.hpp"
+
+using namespace clk::test;
+
+namespace {
+
+Result psql(const TestEnv& env, const std::string& sql) {
+  return run(
+      env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", env.url(), "-c", sql}),
+      env.path("output"));
+}
+
+// A login role in clock_app with at most `limit` connections (0: no limit),
+// dropped at the end. Roles are per server, so the name is per test.
+class BudgetRole {
+ public:
+  BudgetRole(const TestEnv& env, int limit) : m_env(env) {
+    std::random_device random;
+    m_name = "clock_test_borrow_" + std::to_string(random() % 1'000'000'000);
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    Result roles =
+        run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
+                         env.url(), "-f",
+                         std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
+            env.path("output"));
+    REQUIRE_EXIT(roles, 0);
+    REQUIRE_EXIT(psql(env, "CREATE ROLE " + m_name + " LOGIN IN ROLE clock_app" +
+                               (limit > 0 ? " CONNECTION LIMIT " + std::to_string(limit) : "")),
+                 0);
+  }
+  ~BudgetRole() {
+    psql(m_env,
+         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + m_name + "'");
+    psql(m_env, "DROP ROLE IF EXISTS " + m_name);
+  }
+  BudgetRole(const BudgetRole&) = delete;
+  BudgetRole& operator=(const BudgetRole&) = delete;
+
+  std::map<std::string, std::string> env() const {
+    return {{"CLOCK_DATABASE_URL", m_env.url() + " user=" + m_name}};
+  }
+
+  // How many server backends the role has now.
+  int backends() const {
+    Result count = psql(m_env, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + m_name +
+                                   "' AND backend_type = 'client backend'");
+    INFO(count.describe());
+    REQUIRE(count.status == 0);
+    return std::stoi(count.out);
+  }
+
+ private:
+  const TestEnv& m_env;
+  std::string m_name;
+};
+
+}  // namespace
+
+TEST_SUITE("borrowed connections") {
+  TEST_CASE("a running job holds no server backend between its heartbeats" * only_on("postgres") *
+            doctest::timeout(120)) {
+    TestEnv env;
+    BudgetRole role(env, 0);
+    auto job = env.spawn(env.clock_command(
+        {"run", "-r", "borrowed", "--ttl", "60s", "--", "sh", "-c", env.holding_script("job")},
+        role.env()));
+    REQUIRE(env.await_started("job"));
+    // The heartbeat is 20 s away: the grant's connection goes back after a
+    // second of idleness.
+    CHECK(await([&] { return role.backends() == 0; }, 30s));
+    env.let_go("job");
+    CHECK_EXIT(job->wait(60s), 0);
+    CHECK(env.holders_of("borrowed").empty());
+  }
+
+  TEST_CASE("a waiter behind the first holds no server backend while it waits" *
+            only_on("postgres") * doctest::timeout(120)) {
+    TestEnv env;
+    BudgetRole role(env, 0);
+    auto holder = env.spawn(env.clock_command(
+        {"run", "-r", "queue", "--ttl", "60s", "--", "sh", "-c", env.holding_script("holder")},
+        role.env()));
+    REQUIRE(env.await_started("holder"));
+    auto first = env.spawn(env.clock_command(
+        {"run", "-r", "queue", "--ttl", "60s", "--", "sh", "-c", env.holding_script("first")},
+        role.env()));
+    REQUIRE(await([&] { return env.status({"queue"})["waiters"].size() == 1; }, 30s));
+    std::vector<std::unique_ptr<Process>> behind;
+    for (int i = 0; i < 3; ++i) {
+      behind.push_back(env.spawn(
+          env.clock_command({"run", "-r", "queue", "--ttl", "60s", "--", "true"}, role.env())));
+    }
+    REQUIRE(await([&] { return env.status({"queue"})["waiters"].size() == 4; }, 30s));
+    // The holder's connection goes back after a second; the first waiter
+    // keeps one to LISTEN; the three behind it hold none between attempts.
+    CHECK(await([&] { return role.backends() <= 1; }, 30s));
+    // And the queue still serves them all, in order.
+    env.let_go("holder");
+    REQUIRE(env.await_started("first"));
+    env.let_go("first");
+    CHECK_EXIT(holder->wait(60s), 0);
+    CHECK_EXIT(first->wait(60s), 0);
+    for (auto& waiter : behind)
+      CHECK_EXIT(waiter->wait(60s), 0);
+  }
+
+  // Needs the back-off on a refused connection (53300, h-retry) when more
+  // than the role's limit of clock processes connect at the same instant.
+  TEST_CASE("a herd larger than the connection budget is served, each job once" *
+            only_on("postgres") * doctest::timeout(600)) {
+    TestEnv env;
+    BudgetRole role(env, 20);
+    std::vector<Command> commands;
+    for (int i = 0; i < 100; ++i) {
+      commands.push_back(env.shell_command("exec \"$T_CLOCK\" run -r herd-" + std::to_string(i) +
+                                               " -- \"$T_CS\" \"$T_DIR/counter." +
+                                               std::to_string(i) + "\" \"$T_DIR/log\"",
+                                           role.env()));
+    }
+    for (const auto& result : run_all(commands, env.path("output"), 300s))
+      CHECK_EXIT(result, 0);
+    std::vector<Section> sections = read_sections(env.path("log"));
+    CHECK(sections.size() == 100);
+    std::set<long long> pids;
+    for (const auto& section : sections)
+      pids.insert(section.pid);
+    CHECK(pids.size() == 100);
+    for (int i = 0; i < 100; ++i)
+      CHECK(read_file(env.path("counter." + std::to_string(i))) == "1\n");
+
+    commands.clear();
+    for (int i = 0; i < 60; ++i) {
+      commands.push_back(
+          env.shell_command("exec \"$T_CLOCK\" run -r one -w 5m -- \"$T_CS\" \"$T_DIR/counter\" "
+                            "\"$T_DIR/log.one\"",
+                            role.env()));
+    }
+    for (const auto& result : run_all(commands, env.path("output"), 500s))
+      CHECK_EXIT(result, 0);
+    CHECK(std::stoll("0" + read_file(env.path("counter"))) == 60);
+    std::vector<Section> queued = read_sections(env.path("log.one"));
+    CHECK(queued.size() == 60);
+    check_sections(queued, true);
+  }
+}
