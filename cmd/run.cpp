@@ -33,6 +33,8 @@ store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::G
   held.ns = plan.request.ns;
   held.resources = plan.request.resources;
   held.owner = plan.request.owner;
+  held.secret = plan.request.secret;
+  held.caller = this_caller();
   held.ttl = plan.request.ttl;
   for (const auto& grant : grants)
     held.tokens.push_back(grant.token);
@@ -79,6 +81,8 @@ int release_after_run(store::Store& store, const LockPlan& plan, const run::RunE
   release.ns = plan.request.ns;
   release.resources = plan.request.resources;
   release.owner = plan.request.owner;
+  release.secret = plan.request.secret;
+  release.caller = this_caller();
   try {
     store.release(release);
   } catch (const Error& error) {
@@ -200,7 +204,7 @@ Action register_run(CLI::App& app) {
         throw;
       return report_refusal(options->lock, error);
     }
-    run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
+    run.extra_env = {{"CLOCK_OWNER", plan.owner.str()},
                      {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
                      {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
     auto held = held_leases(plan, acquired.grants);

@@ -41,9 +41,17 @@ const Replaced k_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean)",
+      "text, text, timestamptz, boolean, text, text)",
       "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)"}},
     {"history(text, text, integer)", {"history(text, text, integer, text)"}},
+    // The owner's secret and who asks (migration 010).
+    {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+     "text, text, timestamptz, boolean)",
+     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+      "text, text, timestamptz, boolean, text, text)"}},
+    {"renew(text, text[], uuid, bigint[], bigint)",
+     {"renew(text, text[], uuid, bigint[], bigint, text, text)"}},
+    {"release(text, text[], uuid)", {"release(text, text[], uuid, text, text, text, bigint[])"}},
 };
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {

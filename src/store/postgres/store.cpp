@@ -167,12 +167,13 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     reply = pg::parse_acquire(m_impl->call(
         "acquire", "try_acquire",
         "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
-        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15",
+        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15, $16, $17",
         {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
          std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
          request_id, boolean(queue), request.info.host, request.info.ip,
          std::to_string(request.info.pid), request.info.user, request.info.command,
-         microseconds_of(request.info.started), boolean(request.record_refusal)},
+         microseconds_of(request.info.started), boolean(request.record_refusal), request.secret,
+         describe(Caller{request.info.user, request.info.host, request.info.pid, {}})},
         pg::Retry::if_broken));
   } catch (const pg::HierarchyBusy&) {
     // Another program holds these resources' hierarchy in an open
@@ -226,11 +227,11 @@ void PostgresStore::wait_for_change(steady_clock::time_point until) {
 }
 
 void PostgresStore::renew(const RenewRequest& request) {
-  auto lost = pg::parse_renew(
-      m_impl->call("renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5",
-                   {request.ns, text_array(request.resources), request.owner.str(),
-                    bigint_array(request.tokens), std::to_string(request.ttl.count())},
-                   pg::Retry::if_broken));
+  auto lost = pg::parse_renew(m_impl->call(
+      "renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5, $6, $7",
+      {request.ns, text_array(request.resources), request.owner.str(), bigint_array(request.tokens),
+       std::to_string(request.ttl.count()), request.secret, describe(request.caller)},
+      pg::Retry::if_broken));
   if (!lost.empty())
     throw refusal_error(Operation::renew, lost.front(), request.owner);
 }
@@ -259,7 +260,7 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
   if (request.force) {
     reply = pg::parse_release(m_impl->call(
         "forced release", "force_release", "$1, $2::text[], $3",
-        {request.ns, text_array(request.resources), request.forced_by}, pg::Retry::never));
+        {request.ns, text_array(request.resources), describe(request.caller)}, pg::Retry::never));
     std::erase_if(reply.released, [&](const Released& released) {
       if (released.holders_removed > 0)
         return false;
@@ -271,8 +272,10 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
       throw Error(ExitCode::usage, "release needs the owner id: --owner or CLOCK_OWNER");
     }
     reply = pg::parse_release(m_impl->call(
-        "release", "release", "$1, $2::text[], $3::uuid",
-        {request.ns, text_array(request.resources), request.owner->str()}, pg::Retry::never));
+        "release", "release", "$1, $2::text[], $3::uuid, $4, $5, $6, $7::bigint[]",
+        {request.ns, text_array(request.resources), request.owner->str(), request.secret,
+         describe(request.caller), request.caller.host, bigint_array(request.caller.lineage)},
+        pg::Retry::never));
     failures = std::move(reply.refused);
   }
   if (!failures.empty())
