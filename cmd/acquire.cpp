@@ -28,7 +28,7 @@ Action register_acquire(CLI::App& app) {
     auto store = context.open_store();
     try {
       auto acquired = take_locks(context, *store, plan);
-      print(output::render_grants(plan.request.owner, acquired.grants, format));
+      print(output::render_grants(plan.owner, acquired.grants, format));
       return 0;
     } catch (const Error& error) {
       if (error.code() != ExitCode::not_acquired)

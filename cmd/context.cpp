@@ -21,19 +21,31 @@ std::unique_ptr<store::Store> Context::open_store() const {
                             .allow_network_filesystem = settings.allow_network_filesystem});
 }
 
-lock::OwnerId Context::owner_or_new() const {
-  if (settings.owner)
-    return lock::OwnerId::parse(*settings.owner);
-  return lock::OwnerId::parse(util::random_uuid());
+lock::OwnerCredential Context::owner_or_new() const {
+  if (!settings.owner)
+    return {lock::OwnerId::parse(util::random_uuid()), util::random_secret()};
+  auto credential = lock::OwnerCredential::parse(*settings.owner);
+  if (credential.secret.empty()) {
+    throw Error(ExitCode::usage,
+                "--owner or CLOCK_OWNER names owner " + credential.id.str() +
+                    " without its secret: acquiring as an owner needs ID.SECRET, as 'clock "
+                    "acquire --format shell' exports it and 'clock run' passes it to its child; "
+                    "unset both for a new owner");
+  }
+  return credential;
 }
 
-lock::OwnerId Context::required_owner(const std::string& command) const {
+lock::OwnerCredential Context::required_owner(const std::string& command) const {
   if (!settings.owner) {
     throw Error(ExitCode::usage, "clock " + command +
-                                     " needs the owner: pass --owner ID or set CLOCK_OWNER "
-                                     "(clock acquire prints it; --format shell exports it)");
+                                     " needs the owner: pass --owner ID.SECRET or set CLOCK_OWNER "
+                                     "('clock acquire --format shell' exports it)");
   }
-  return lock::OwnerId::parse(*settings.owner);
+  return lock::OwnerCredential::parse(*settings.owner);
+}
+
+store::Caller this_caller() {
+  return {util::user_name(), util::host_name(), getpid(), util::process_lineage()};
 }
 
 std::chrono::milliseconds duration_flag(const std::string& flag, const std::string& value) {

@@ -27,10 +27,12 @@ struct Context {
   std::vector<std::string> command;
 
   std::unique_ptr<store::Store> open_store() const;
-  // The owner id from --owner/CLOCK_OWNER, else a new random one.
-  lock::OwnerId owner_or_new() const;
-  // The owner id from --owner/CLOCK_OWNER; throws usage if there is none.
-  lock::OwnerId required_owner(const std::string& command) const;
+  // The owner (ID.SECRET) from --owner/CLOCK_OWNER, else a new random id and
+  // secret; throws usage for an id without its secret, which cannot acquire.
+  lock::OwnerCredential owner_or_new() const;
+  // The owner from --owner/CLOCK_OWNER, ID or ID.SECRET (the store refuses a
+  // lease's renewal or release without its secret); throws usage if none.
+  lock::OwnerCredential required_owner(const std::string& command) const;
 };
 
 // A subcommand's work, run after parsing; returns the exit status.
@@ -44,6 +46,10 @@ std::chrono::milliseconds duration_flag(const std::string& flag, const std::stri
 // since clock itself exits at once. Passwords in the command line are masked.
 lock::OwnerInfo owner_info_for_run(const std::vector<std::string>& command);
 lock::OwnerInfo owner_info_for_caller();
+
+// This process as the caller of a renew or release: user, host, pid and
+// its lineage, recorded in history when it is not the holder's own tree.
+store::Caller this_caller();
 
 // Parses an output format flag against the ones a command allows.
 output::Format format_flag(const std::string& value, std::initializer_list<output::Format> allowed);

@@ -16,7 +16,8 @@ void add_lock_flags(CLI::App& command, LockFlags& flags) {
       .add_option("-r,--resource", flags.resources, "Resource to lock (repeatable: all or none)")
       ->required()
       ->take_all();
-  command.add_option("--owner", flags.owner, "Owner id (default: $CLOCK_OWNER, else a new one)");
+  command.add_option("--owner", flags.owner,
+                     "Owner as ID.SECRET (default: $CLOCK_OWNER, else a new one)");
   command.add_option("--ttl", flags.ttl, "Lease time-to-live, e.g. 90s; 0 = never expires");
   auto* shared = command.add_flag("-s,--shared", flags.shared, "Shared lock");
   auto* exclusive = command.add_flag("-x,--exclusive", flags.exclusive, "Exclusive lock (default)");
@@ -45,7 +46,9 @@ LockPlan plan_lock(Context& context, const LockFlags& flags, lock::OwnerInfo inf
   request.resources = lock::canonical_resources(flags.resources);
   request.mode = flags.shared ? lock::Mode::shared : lock::Mode::exclusive;
   request.slots = flags.slots;
-  request.owner = context.owner_or_new();
+  plan.owner = context.owner_or_new();
+  request.owner = plan.owner.id;
+  request.secret = plan.owner.secret;
   request.info = std::move(info);
   request.ttl = flags.ttl ? duration_flag("--ttl", *flags.ttl) : context.settings.ttl;
   request.request_id = util::random_uuid();

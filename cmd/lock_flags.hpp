@@ -27,6 +27,7 @@ struct LockFlags {
 void add_lock_flags(CLI::App& command, LockFlags& flags);
 
 struct LockPlan {
+  lock::OwnerCredential owner;  // what CLOCK_OWNER carries: request.owner and .secret
   store::LockRequest request;
   store::WaitPolicy policy;
 };

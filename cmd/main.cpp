@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
       "79 lease lost, 124 out of time (clock run --max-runtime); clock run passes the "
       "command's status through; clock status "
       "exits 1 when nothing is held.\n"
+      "CLOCK_OWNER (or --owner) is ID.SECRET: the public owner id and the owner's secret, "
+      "which renew, release and re-entry need (77 without it); only 'clock acquire --format "
+      "shell' and clock run's child get it.\n"
       "See 'clock COMMAND --help' and man clock.");
   std::map<CLI::App*, cmd::Action> actions;
   auto add = [&](cmd::Action (*register_command)(CLI::App&), const char* name) {

@@ -17,23 +17,28 @@ Action register_release(CLI::App& app) {
   command->add_option("-r,--resource", options->resources, "Resource to release (repeatable)")
       ->required()
       ->take_all();
-  command->add_option("--owner", options->owner, "Owner id (default: $CLOCK_OWNER)");
+  command->add_option("--owner", options->owner,
+                      "Owner as ID.SECRET (default: $CLOCK_OWNER); exit 77 without the secret");
   command->add_flag("--force", options->force,
                     "Release whoever holds it (recorded in history as forced)");
   command->footer(
-      "Example:\n  clock release -r ldap.import --owner 3f2b8c1e-9a4d-4e1f-8b7a-2c5d6e7f8a9b");
+      "Example:\n  eval \"$(clock acquire -r ldap.import --format shell)\"\n"
+      "  ./import.sh; clock release -r ldap.import   # CLOCK_OWNER=ID.SECRET proves the owner\n"
+      "A release from outside the holder's process tree is recorded with who asked.");
   return [options](Context& context) {
     config::apply_owner_flag(context.settings, options->owner);
     store::ReleaseRequest request;
     request.ns = context.settings.ns;
     request.resources = lock::canonical_resources(options->resources);
     request.force = options->force;
+    request.caller = this_caller();
     if (options->force) {
-      request.forced_by = util::user_name() + "@" + util::host_name();
       if (context.settings.owner)
-        request.owner = lock::OwnerId::parse(*context.settings.owner);
+        request.owner = lock::OwnerCredential::parse(*context.settings.owner).id;
     } else {
-      request.owner = context.required_owner("release");
+      auto owner = context.required_owner("release");
+      request.owner = owner.id;
+      request.secret = owner.secret;
     }
     auto released = context.open_store()->release(request);
     for (const auto& item : released) {

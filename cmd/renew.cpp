@@ -14,7 +14,8 @@ Action register_renew(CLI::App& app) {
   command->add_option("-r,--resource", options->resources, "Resource to renew (repeatable)")
       ->required()
       ->take_all();
-  command->add_option("--owner", options->owner, "Owner id (default: $CLOCK_OWNER)");
+  command->add_option("--owner", options->owner,
+                      "Owner as ID.SECRET (default: $CLOCK_OWNER); exit 77 without the secret");
   command->add_option("--ttl", options->ttl, "New time-to-live from now (default: lock.ttl, 90s)");
   command->footer("Example:\n  clock renew -r ldap.import --ttl 10m");
   return [options](Context& context) {
@@ -22,7 +23,10 @@ Action register_renew(CLI::App& app) {
     store::RenewRequest request;
     request.ns = context.settings.ns;
     request.resources = lock::canonical_resources(options->resources);
-    request.owner = context.required_owner("renew");
+    auto owner = context.required_owner("renew");
+    request.owner = owner.id;
+    request.secret = owner.secret;
+    request.caller = this_caller();
     request.ttl = options->ttl ? duration_flag("--ttl", *options->ttl) : context.settings.ttl;
     context.open_store()->renew(request);
     return 0;

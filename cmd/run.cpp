@@ -33,6 +33,8 @@ store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::G
   held.ns = plan.request.ns;
   held.resources = plan.request.resources;
   held.owner = plan.request.owner;
+  held.secret = plan.request.secret;
+  held.caller = this_caller();
   held.ttl = plan.request.ttl;
   for (const auto& grant : grants)
     held.tokens.push_back(grant.token);
@@ -86,6 +88,8 @@ int release_after_run(store::Store& store, const LockPlan& plan, const run::RunE
   // A run counts for --once-per when its command exited 0 and its lease is
   // still held at the release (a lost run does not count: the store refuses).
   release.succeeded = end.status == 0 && !end.stopped_for_lost_lease;
+  release.secret = plan.request.secret;
+  release.caller = this_caller();
   try {
     store.release(release);
   } catch (const Error& error) {
@@ -233,7 +237,7 @@ Action register_run(CLI::App& app) {
     }
     if (acquired.done_by)
       return report_period_done(options->lock, *plan.request.once_per, *acquired.done_by);
-    run.extra_env = {{"CLOCK_OWNER", plan.request.owner.str()},
+    run.extra_env = {{"CLOCK_OWNER", plan.owner.str()},
                      {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
                      {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
     auto held = held_leases(plan, acquired.grants);

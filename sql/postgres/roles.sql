@@ -15,7 +15,8 @@
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
 --                 record_missed_run (a run that timed out or was killed),
 --                 renew, release (of the caller's own leases: the function
---                 only ever removes the lease of the owner id it is given),
+--                 only ever touches the lease of the owner id it is given,
+--                 and only with that owner's secret),
 --                 status_rows and history, and SELECT on schema_migrations (the
 --                 version check every command makes first). No privilege on
 --                 any lock table, the sequence, or CREATE anywhere: the lock
@@ -32,8 +33,11 @@
 -- rules allow; EXECUTE on every function of the schema is revoked from PUBLIC
 -- when the functions are applied, so only the grants below open them (and
 -- re-applying them, CREATE OR REPLACE, keeps these grants). Owner ids are
--- bearer tokens: a role that knows another owner's id can release that
--- owner's lease, as the owner could; keep CLOCK_OWNER as private as the lock.
+-- public (status and history show them); renewing, releasing and
+-- re-entering need the owner's secret, of which the table keeps only a
+-- SHA-256 that neither role can read. A refused attempt is recorded in
+-- history ('refused', with who asked). Keep CLOCK_OWNER, which carries the
+-- secret, as private as the lock.
 -- Neither role may create or migrate the schema: a command run as one of
 -- them against a missing or older schema fails with exit 78, pointing at
 -- `clock init`, which the schema owner runs.
@@ -61,12 +65,12 @@ GRANT USAGE ON SCHEMA :"schema" TO clock_app;
 GRANT SELECT ON :"schema".schema_migrations TO clock_app;
 GRANT EXECUTE ON FUNCTION
   :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
-                        bigint, text, text, timestamptz, boolean, bigint),
+                        bigint, text, text, timestamptz, boolean, bigint, text, text),
   :"schema".leave_queue(text, text[], uuid, text),
   :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
                               jsonb),
-  :"schema".renew(text, text[], uuid, bigint[], bigint),
-  :"schema".release(text, text[], uuid, boolean),
+  :"schema".renew(text, text[], uuid, bigint[], bigint, text, text),
+  :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text)
 TO clock_app;

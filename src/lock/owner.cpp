@@ -29,4 +29,26 @@ OwnerId OwnerId::parse(std::string_view text) {
   return OwnerId(std::move(normal));
 }
 
+OwnerCredential OwnerCredential::parse(std::string_view text) {
+  auto dot = text.find('.');
+  OwnerCredential credential{OwnerId::parse(text.substr(0, dot)), ""};
+  if (dot == std::string_view::npos)
+    return credential;
+  std::string_view secret = text.substr(dot + 1);
+  bool valid = secret.size() >= 32 && secret.size() <= 128;
+  for (char c : secret) {
+    if (c >= 'A' && c <= 'F')
+      c = static_cast<char>(c - 'A' + 'a');
+    valid = valid && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+    credential.secret += c;
+  }
+  if (!valid) {
+    throw Error(ExitCode::usage,
+                "invalid owner secret after the id " + credential.id.str() +
+                    ": expected ID.SECRET with 32 to 128 hex digits, as 'clock acquire --format "
+                    "shell' exports it in CLOCK_OWNER; check --owner or CLOCK_OWNER");
+  }
+  return credential;
+}
+
 }  // namespace clk::lock

@@ -27,6 +27,21 @@ class OwnerId {
   std::string m_text;
 };
 
+// What --owner and CLOCK_OWNER carry: the owner id and, where the caller can
+// prove it is that owner, its secret, as ID.SECRET (an id alone names an owner
+// without proof, enough for status). The secret is 32 to 128 hex digits (128
+// bits or more); it is never printed, logged or stored readably (SPEC §1).
+struct OwnerCredential {
+  OwnerId id;
+  std::string secret;  // lower-case hex; empty: the id alone
+
+  // Parses ID or ID.SECRET; throws clk::Error(usage) otherwise, without
+  // repeating the text (it may hold a secret).
+  static OwnerCredential parse(std::string_view text);
+  // ID.SECRET, or ID when there is no secret: for CLOCK_OWNER and eval.
+  std::string str() const { return secret.empty() ? id.str() : id.str() + "." + secret; }
+};
+
 struct OwnerInfo {
   std::string host;
   std::string ip;

@@ -175,24 +175,27 @@ std::string status_table(const store::Snapshot& snapshot, bool colour) {
 
 }  // namespace
 
-std::string render_grants(const lock::OwnerId& owner, const std::vector<store::Grant>& grants,
-                          Format format) {
+// Only the shell format, which eval turns into CLOCK_OWNER, carries the
+// secret: text and JSON name the owner by its public id (SPEC §1).
+std::string render_grants(const lock::OwnerCredential& owner,
+                          const std::vector<store::Grant>& grants, Format format) {
   if (format == Format::json) {
     json list = json::array();
     for (const auto& grant : grants) {
       list.push_back(
           {{"resource", grant.resource.str()}, {"token", grant.token}, {"depth", grant.depth}});
     }
-    json out = {{"owner", owner.str()},
+    json out = {{"owner", owner.id.str()},
                 {"token", grants.empty() ? 0 : grants.front().token},
                 {"grants", list}};
     return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   }
   if (format == Format::shell) {
-    // Owner ids are UUIDs and tokens digits: nothing here needs shell quoting.
+    // ID.SECRET is a UUID, a dot and hex digits, tokens are digits: nothing
+    // here needs shell quoting.
     return "export CLOCK_OWNER=" + owner.str() + " CLOCK_TOKEN=" + tokens_joined(grants) + "\n";
   }
-  std::string out = "owner " + owner.str() + "\n";
+  std::string out = "owner " + owner.id.str() + "\n";
   for (const auto& grant : grants) {
     out += grant.resource.str() + " token " + std::to_string(grant.token);
     if (grant.depth > 1)

@@ -12,8 +12,8 @@ namespace clk::output {
 enum class Format { text, json, shell, table, prometheus };
 
 // `clock acquire`: the owner id and the tokens, as text, JSON or shell exports.
-std::string render_grants(const lock::OwnerId& owner, const std::vector<store::Grant>& grants,
-                          Format format);
+std::string render_grants(const lock::OwnerCredential& owner,
+                          const std::vector<store::Grant>& grants, Format format);
 
 // `clock status`: holders and waiters, as a table (coloured if `colour`), JSON
 // (schema: packaging/schema/status.schema.json) or Prometheus text.

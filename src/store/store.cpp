@@ -31,8 +31,21 @@ std::string_view to_string(EventKind kind) {
       return "timed_out";
     case EventKind::killed:
       return "killed";
+    case EventKind::refused:
+      return "refused";
   }
   return "unknown";
+}
+
+std::string describe(const Caller& caller) {
+  return caller.user + "@" + caller.host + " pid " + std::to_string(caller.pid);
+}
+
+std::string by_of(const Caller& caller, const lock::OwnerInfo& holder) {
+  bool same_tree =
+      caller.host == holder.host &&
+      std::find(caller.lineage.begin(), caller.lineage.end(), holder.pid) != caller.lineage.end();
+  return same_tree ? std::string() : describe(caller);
 }
 
 std::optional<EventKind> event_kind_of(std::string_view name) {

@@ -22,12 +22,30 @@ namespace clk::store {
 
 using std::chrono::milliseconds;
 
+// Who asks for an operation on a lease: recorded as `by` in history when it
+// is not the holder's own process tree (store::by_of).
+struct Caller {
+  std::string user;
+  std::string host;
+  std::int64_t pid = 0;
+  std::vector<std::int64_t> lineage;  // its pid, its parent's, … (util::process_lineage)
+};
+// "user@host pid N": how history names a caller.
+std::string describe(const Caller& caller);
+// "" when the caller runs inside the holder's process tree on the holder's
+// host (the lease's pid is the caller or one of its ancestors), else
+// describe(caller): who asked, for history.
+std::string by_of(const Caller& caller, const lock::OwnerInfo& holder);
+
 struct LockRequest {
   std::string ns;
   std::vector<lock::Resource> resources;  // canonical order, no duplicates
   lock::Mode mode = lock::Mode::exclusive;
   int slots = 0;  // 0: a plain lock; N > 0: a counting semaphore of N
   lock::OwnerId owner;
+  // The owner's secret: a new lease keeps only its hash, and re-entering a
+  // lease that has one needs it. Empty only in tests of old-format leases.
+  std::string secret;
   lock::OwnerInfo info;
   milliseconds ttl = lock::k_default_ttl;  // 0: no expiry
   // A fresh id per `clock acquire` call, so that an attempt retried after a
@@ -90,16 +108,20 @@ struct RenewRequest {
   std::string ns;
   std::vector<lock::Resource> resources;
   lock::OwnerId owner;
+  std::string secret;               // proof of ownership; a lease without a hash needs none
   std::vector<lock::Token> tokens;  // same order as resources; empty: any token of this owner
   milliseconds ttl = lock::k_default_ttl;
+  Caller caller;  // recorded with a refusal
 };
 
 struct ReleaseRequest {
   std::string ns;
   std::vector<lock::Resource> resources;
   std::optional<lock::OwnerId> owner;  // required unless `force`
+  std::string secret;                  // proof of ownership; a lease without a hash needs none
   bool force = false;
-  std::string forced_by;  // "user@host", recorded in history for a forced release
+  Caller caller;  // who asks: recorded for a forced release, a refusal, or a release
+                  // from outside the holder's process tree
   // clock run's command exited 0 and the lease ends here: the run is the
   // last success of each resource (what --once-per looks for).
   bool succeeded = false;
@@ -118,14 +140,27 @@ struct StatusQuery {
 };
 
 // The end of a lease (released, expired, forced, lost), its start
-// (acquired), or a run that did not happen: skipped (refused under -n),
-// timed_out (gave up after -w), killed (stopped at its runtime limit).
-enum class EventKind { acquired, released, expired, forced, lost, skipped, timed_out, killed };
+// (acquired), a run that did not happen: skipped (refused under -n),
+// timed_out (gave up after -w), killed (stopped at its runtime limit), or a
+// renew, release or re-entry refused for want of the owner's secret
+// (refused: the holder's lease, `by` the caller).
+enum class EventKind {
+  acquired,
+  released,
+  expired,
+  forced,
+  lost,
+  skipped,
+  timed_out,
+  killed,
+  refused
+};
 std::string_view to_string(EventKind kind);
 std::optional<EventKind> event_kind_of(std::string_view name);
 inline constexpr EventKind k_event_kinds[] = {
-    EventKind::acquired, EventKind::released, EventKind::expired,   EventKind::forced,
-    EventKind::lost,     EventKind::skipped,  EventKind::timed_out, EventKind::killed};
+    EventKind::acquired,  EventKind::released, EventKind::expired,
+    EventKind::forced,    EventKind::lost,     EventKind::skipped,
+    EventKind::timed_out, EventKind::killed,   EventKind::refused};
 
 // How many times a resource's runs had one outcome (acquired, skipped,
 // timed_out, lost, killed, forced: the history events that count), since
@@ -172,8 +207,9 @@ struct HistoryEvent {
   lock::Mode mode = lock::Mode::exclusive;
   lock::Token token = 0;
   std::optional<milliseconds> held_for;  // for the end of a lease
-  std::string by;                        // forced: "user@host" of who forced it
-  std::optional<InTheWay> in_the_way;    // skipped (busy), timed_out
+  std::string by;                        // forced, refused, or a release from outside the holder's
+                                         // process tree: "user@host pid N" of who asked
+  std::optional<InTheWay> in_the_way;    // skipped, timed_out
   std::optional<PeriodRun> done_by;      // skipped under --once-per: the run that did the period
 };
 
@@ -200,6 +236,8 @@ enum class Refusal {
   nobody_holds,    // release --force: nobody holds it
   slots_mismatch,  // acquire: --slots differs from the holders' or waiters'
   upgrade,         // acquire: re-entering exclusive what this owner holds shared
+  not_proven,      // renew, release, re-entry: held by this owner id, but the caller
+                   // lacks its secret (recorded as refused)
 };
 
 enum class Operation { acquire, renew, release };

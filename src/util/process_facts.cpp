@@ -138,7 +138,11 @@ std::string command_line(const std::vector<std::string>& args) {
   return out;
 }
 
-std::string random_uuid() {
+namespace {
+
+// 16 bytes from the kernel's random source (getrandom blocks only until the
+// pool is first initialised).
+std::array<unsigned char, 16> random_bytes() {
   std::array<unsigned char, 16> bytes{};
   std::size_t filled = 0;
   while (filled < bytes.size()) {
@@ -146,6 +150,13 @@ std::string random_uuid() {
     if (got > 0)
       filled += static_cast<std::size_t>(got);
   }
+  return bytes;
+}
+
+}  // namespace
+
+std::string random_uuid() {
+  auto bytes = random_bytes();
   bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);  // version 4
   bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
   std::array<char, 37> text{};
@@ -154,6 +165,40 @@ std::string random_uuid() {
                 bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
                 bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
   return text.data();
+}
+
+std::string random_secret() {
+  auto bytes = random_bytes();
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char byte : bytes) {
+    out += k_hex[byte >> 4];
+    out += k_hex[byte & 0x0f];
+  }
+  return out;
+}
+
+std::vector<std::int64_t> process_lineage() {
+  std::vector<std::int64_t> lineage;
+  for (pid_t pid = getpid(); pid > 1 && lineage.size() < 64;) {
+    lineage.push_back(pid);
+    // /proc/PID/stat: "PID (COMM) STATE PPID …"; COMM may hold spaces and
+    // parentheses, so the fields are counted from its last ')'.
+    std::FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (!file)
+      break;
+    std::array<char, 1024> line{};
+    std::size_t length = std::fread(line.data(), 1, line.size() - 1, file);
+    std::fclose(file);
+    std::string_view stat(line.data(), length);
+    auto close = stat.rfind(')');
+    long parent = 0;
+    if (close == std::string_view::npos ||
+        std::sscanf(line.data() + close + 1, " %*c %ld", &parent) != 1)
+      break;
+    pid = static_cast<pid_t>(parent);
+  }
+  return lineage;
 }
 
 }  // namespace clk::util

@@ -108,6 +108,21 @@ AS $$ SELECT jsonb_build_object(
   'host', w.host, 'ip', w.ip, 'pid', w.pid, 'user', w.user_name, 'command', w.command,
   'started', @schema@.usec(w.owner_started_at)) $$;
 
+-- The hash a lease keeps of its owner's secret (leases.secret_hash): the
+-- SHA-256 of its text as 64 hex digits, as util::sha256_hex computes it for
+-- SQLite. NULL for no secret.
+CREATE OR REPLACE FUNCTION @schema@.secret_hash(p_secret text) RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT CASE WHEN coalesce(p_secret, '') = '' THEN NULL
+                  ELSE encode(sha256(convert_to(p_secret, 'UTF8')), 'hex') END $$;
+
+-- Whether p_secret proves ownership of a lease keeping p_hash: it matches,
+-- or the lease keeps none (granted before owner secrets: its id alone is
+-- enough until it is released or expires).
+CREATE OR REPLACE FUNCTION @schema@.proves(p_hash text, p_secret text) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT p_hash IS NULL OR coalesce(p_hash = @schema@.secret_hash(p_secret), false) $$;
+
 -- Records the end (or start) of a lease in history.
 CREATE OR REPLACE FUNCTION @schema@.record_event(p_event text, p_at timestamptz, l @schema@.leases,
                                       p_held_for interval, p_forced_by text DEFAULT '')

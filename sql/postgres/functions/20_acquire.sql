@@ -343,6 +343,9 @@ END $$;
 -- acquire; a retried call with the same id returns the grant it made.
 -- p_once_per_ms: --once-per D, NULL for none; a request that would be granted
 -- when its period is done gets skip_done_period()'s {"outcome": "done"}.
+-- p_secret: the owner's secret; a new lease keeps only its hash
+-- (secret_hash()), and re-entering a lease needs it (proves()): otherwise
+-- {"outcome": "not_proven", "resource"}, recorded as 'refused' with p_by.
 --
 -- Two fast paths come first, for one resource, each answering as the general
 -- path below would with the same rows, in four statements instead of some
@@ -387,7 +390,7 @@ CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
-  p_record_refusal boolean, p_once_per_ms bigint DEFAULT NULL)
+  p_record_refusal boolean, p_once_per_ms bigint, p_secret text, p_by text)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -568,12 +571,13 @@ BEGIN
       WITH g AS (
         INSERT INTO @schema@.leases (namespace, resource, owner, mode, slots, token, depth,
                                      request_id, acquired_at, renewed_at, expires_at, ttl, host,
-                                     ip, pid, user_name, command, owner_started_at)
+                                     ip, pid, user_name, command, owner_started_at, secret_hash)
         VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, nextval('@schema@.tokens'), 1,
                 p_request_id, v_now, v_now,
                 CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END,
                 p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
-                coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started)
+                coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started,
+                @schema@.secret_hash(p_secret))
         RETURNING *),
       h AS (
         INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
@@ -667,6 +671,18 @@ BEGIN
                   FROM (SELECT DISTINCT x FROM jsonb_array_elements(v_waiters) AS x) AS s));
   END IF;
 
+  -- Re-entering joins a lease: only its owner may, proven by the secret.
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    CONTINUE WHEN v_verdicts[i] <> 'reenter';
+    SELECT * INTO l FROM @schema@.leases
+    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner;
+    IF NOT @schema@.proves(l.secret_hash, p_secret) THEN
+      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
+      RETURN jsonb_build_object('outcome', 'not_proven', 'now', @schema@.usec(v_now),
+                                'resource', p_resources[i]);
+    END IF;
+  END LOOP;
+
   -- --once-per, decided here, under the hierarchy locks that release() holds
   -- while it records a success: a request granted after the run that did
   -- the period finds it. A retry of a grant that took effect is not a new run.
@@ -699,11 +715,12 @@ BEGIN
     ELSE
       INSERT INTO @schema@.leases (namespace, resource, owner, mode, slots, token, depth,
                                    request_id, acquired_at, renewed_at, expires_at, ttl, host,
-                                   ip, pid, user_name, command, owner_started_at)
+                                   ip, pid, user_name, command, owner_started_at, secret_hash)
       VALUES (p_namespace, p_resources[i], p_owner, p_mode, p_slots,
               nextval('@schema@.tokens'), 1, p_request_id, v_now, v_now, v_expires,
               p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
-              coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started)
+              coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started,
+              @schema@.secret_hash(p_secret))
       RETURNING * INTO l;
       PERFORM @schema@.record_event('acquired', v_now, l, NULL);
     END IF;

@@ -20,10 +20,14 @@
 -- p_tokens: the tokens the caller holds, in resource order; empty: any.
 -- Returns {"outcome": "renewed", "now", "expires_at"} or, changing nothing,
 -- {"outcome": "not_owner", "lost": [{resource, reason}…]} with reason
--- 'gone', 'expired' or 'token' (the owner holds it under another token).
--- Each loss is recorded as 'lost'; a lease found expired is removed.
+-- 'gone', 'expired' or 'token' (the owner holds it under another token), or
+-- 'not_proven' (p_secret does not prove ownership: see proves()).
+-- Each loss is recorded as 'lost'; a lease found expired is removed. A
+-- refusal for want of the secret changes nothing but history: 'refused',
+-- with p_by, who asked ("user@host pid N").
 CREATE OR REPLACE FUNCTION @schema@.renew(p_namespace text, p_resources text[], p_owner uuid,
-                               p_tokens bigint[], p_ttl_ms bigint)
+                               p_tokens bigint[], p_ttl_ms bigint, p_secret text,
+                               p_by text)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -67,6 +71,9 @@ BEGIN
       WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
       PERFORM @schema@.record_event('lost', v_now, l, l.expires_at - l.acquired_at);
       v_removed := true;
+    ELSIF NOT @schema@.proves(l.secret_hash, p_secret) THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'not_proven');
+      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
     END IF;
   END LOOP;
   IF v_removed THEN PERFORM @schema@.notify_change(); END IF;
@@ -88,12 +95,18 @@ END $$;
 -- only the waiters that may now be granted (notify_heads, or the first
 -- waiter where that is the only head). Returns {"released": [{resource,
 -- remaining_depth}…], "refused": [{resource, reason}…], "now"}.
+-- p_secret must prove ownership (proves()); a live lease it does not prove
+-- is left alone, refused as 'not_proven' and recorded as 'refused' with
+-- p_by. A release from outside the holder's process tree (another host, or
+-- a caller whose lineage p_lineage, its pid and its ancestors', lacks the
+-- lease's pid: store::by_of) is recorded with p_by, who asked.
 -- p_succeeded: the lease was clock run's and its command exited 0; a lease
 -- that ends here is then its resource's latest success (record_success), in
 -- this transaction, under the hierarchy lock that try_acquire() of a
 -- --once-per request takes before it looks.
 CREATE OR REPLACE FUNCTION @schema@.release(p_namespace text, p_resources text[], p_owner uuid,
-                                            p_succeeded boolean DEFAULT false)
+                                            p_secret text, p_by text, p_host text,
+                                            p_lineage bigint[], p_succeeded boolean)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -132,12 +145,15 @@ BEGIN
     DELETE FROM @schema@.leases
     WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
       AND depth = 1 AND (expires_at IS NULL OR expires_at > v_now)
+      AND @schema@.proves(secret_hash, p_secret)
     RETURNING * INTO l;  -- (namespace, resource, owner) is the key: one row or none
     IF FOUND THEN
       INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
                                     held_for, host, ip, pid, user_name, command, forced_by)
       VALUES (v_now, 'released', l.namespace, l.resource, l.owner, l.mode, l.token,
-              v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command, '');
+              v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command,
+              CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
+                   ELSE coalesce(p_by, '') END);
       IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       -- The waiters to wake, as notify_heads() finds them, in the two usual
       -- cases without it: one live queue entry in the hierarchy (a job
@@ -196,6 +212,11 @@ BEGIN
       PERFORM @schema@.record_event('expired', l.expires_at, l, l.expires_at - l.acquired_at);
       v_refused := v_refused || jsonb_build_object('resource', l.resource, 'reason', 'expired');
       v_removed := true;
+    ELSIF NOT @schema@.proves(l.secret_hash, p_secret) THEN
+      -- Changes nothing but history: the holder keeps its lease.
+      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
+      v_refused := v_refused || jsonb_build_object('resource', l.resource,
+                                                   'reason', 'not_proven');
     ELSIF l.depth > 1 THEN
       UPDATE @schema@.leases SET depth = depth - 1
       WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
@@ -204,7 +225,9 @@ BEGIN
     ELSE
       DELETE FROM @schema@.leases
       WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
-      PERFORM @schema@.record_event('released', v_now, l, v_now - l.acquired_at);
+      PERFORM @schema@.record_event('released', v_now, l, v_now - l.acquired_at,
+        CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
+             ELSE coalesce(p_by, '') END);
       IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       v_released := v_released || jsonb_build_object('resource', l.resource,
                                                      'remaining_depth', 0);

@@ -104,7 +104,7 @@ Refusal refusal_of(const std::string& reason) {
       {"gone", Refusal::gone},         {"expired", Refusal::expired},
       {"token", Refusal::other_token}, {"other_owner", Refusal::other_owner},
       {"not_held", Refusal::not_held}, {"slots_mismatch", Refusal::slots_mismatch},
-      {"upgrade", Refusal::upgrade},
+      {"upgrade", Refusal::upgrade},   {"not_proven", Refusal::not_proven},
   };
   for (const auto& [name, refusal] : k_reasons) {
     if (name == reason)
@@ -214,6 +214,9 @@ AcquireReply parse_acquire(const std::string& text) {
     } else if (outcome == "deadlock") {
       out.attempt.outcome = Outcome::deadlock;
       out.attempt.cycle = cycle_of(reply.at("cycle"));
+    } else if (outcome == "not_proven") {
+      out.refused =
+          Refused{Refusal::not_proven, lock::Resource::parse(text_of(reply.at("resource")))};
     } else if (outcome == "slots_mismatch" || outcome == "upgrade") {
       out.refused =
           Refused{refusal_of(outcome), lock::Resource::parse(text_of(reply.at("resource"))),

@@ -209,14 +209,16 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     reply = pg::parse_acquire(m_impl->call(
         "acquire", "try_acquire",
         "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
-        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15, $16::bigint",
+        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15, $16::bigint, $17,"
+        " $18",
         {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
          std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
          request_id, boolean(queue), request.info.host, request.info.ip,
          std::to_string(request.info.pid), request.info.user, request.info.command,
          microseconds_of(request.info.started), boolean(request.record_refusal),
-         request.once_per ? std::optional(std::to_string(request.once_per->count()))
-                          : std::nullopt},
+         request.once_per ? std::optional(std::to_string(request.once_per->count())) : std::nullopt,
+         request.secret,
+         describe(Caller{request.info.user, request.info.host, request.info.pid, {}})},
         pg::Retry::if_broken));
   } catch (const pg::HierarchyBusy&) {
     // Another program holds these resources' hierarchy in an open
@@ -271,11 +273,11 @@ void PostgresStore::wait_for_change(steady_clock::time_point until) {
 }
 
 void PostgresStore::renew(const RenewRequest& request) {
-  auto lost = pg::parse_renew(
-      m_impl->call("renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5",
-                   {request.ns, text_array(request.resources), request.owner.str(),
-                    bigint_array(request.tokens), std::to_string(request.ttl.count())},
-                   pg::Retry::if_broken));
+  auto lost = pg::parse_renew(m_impl->call(
+      "renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5, $6, $7",
+      {request.ns, text_array(request.resources), request.owner.str(), bigint_array(request.tokens),
+       std::to_string(request.ttl.count()), request.secret, describe(request.caller)},
+      pg::Retry::if_broken));
   if (!lost.empty())
     throw refusal_error(Operation::renew, lost.front(), request.owner);
 }
@@ -304,7 +306,7 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
   if (request.force) {
     reply = pg::parse_release(m_impl->call(
         "forced release", "force_release", "$1, $2::text[], $3",
-        {request.ns, text_array(request.resources), request.forced_by}, pg::Retry::never));
+        {request.ns, text_array(request.resources), describe(request.caller)}, pg::Retry::never));
     std::erase_if(reply.released, [&](const Released& released) {
       if (released.holders_removed > 0)
         return false;
@@ -315,10 +317,12 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
     if (!request.owner) {
       throw Error(ExitCode::usage, "release needs the owner id: --owner or CLOCK_OWNER");
     }
-    reply = pg::parse_release(m_impl->call("release", "release", "$1, $2::text[], $3::uuid, $4",
-                                           {request.ns, text_array(request.resources),
-                                            request.owner->str(), boolean(request.succeeded)},
-                                           pg::Retry::never));
+    reply = pg::parse_release(
+        m_impl->call("release", "release", "$1, $2::text[], $3::uuid, $4, $5, $6, $7::bigint[], $8",
+                     {request.ns, text_array(request.resources), request.owner->str(),
+                      request.secret, describe(request.caller), request.caller.host,
+                      bigint_array(request.caller.lineage), boolean(request.succeeded)},
+                     pg::Retry::never));
     failures = std::move(reply.refused);
   }
   if (!failures.empty())

@@ -21,6 +21,7 @@
 #include "store/sqlite/rows.hpp"
 #include "util/filesystem_kind.hpp"
 #include "util/random_seed.hpp"
+#include "util/sha256.hpp"
 
 namespace clk::store {
 
@@ -47,6 +48,19 @@ std::string self_and_ancestors(const lock::Resource& resource) {
   auto names = resource.ancestors();
   names.push_back(resource.str());
   return json_array(names);
+}
+
+// The hash a lease keeps of its owner's secret; NULL (no proof needed) for
+// an empty secret.
+std::optional<std::string> secret_hash(const std::string& secret) {
+  if (secret.empty())
+    return std::nullopt;
+  return util::sha256_hex(secret);
+}
+
+// An acquirer as the caller of a refused re-entry.
+Caller caller_of(const LockRequest& request) {
+  return {request.info.user, request.info.host, request.info.pid, {}};
 }
 
 // Refuses file systems on which SQLite's POSIX locks are not reliable.
@@ -96,6 +110,7 @@ class SqliteStore final : public Store {
                         const lock::OwnerId& owner, std::optional<lock::Token> token,
                         std::int64_t at);
   void remove_lease(const lock::Lease& lease);
+  bool proves(const lock::Lease& lease, const std::string& secret);
   std::int64_t next_token();
   void enqueue(const LockRequest& request, std::int64_t now);
   void dequeue(const LockRequest& request);
@@ -306,6 +321,20 @@ void SqliteStore::record_lost_gone(const std::string& ns, const lock::Resource& 
   stmt.run();
 }
 
+// Whether `secret` proves ownership of the lease: its hash matches the one
+// the lease keeps, or the lease keeps none (granted before owner secrets).
+bool SqliteStore::proves(const lock::Lease& lease, const std::string& secret) {
+  auto stmt = m_db.prepare(
+      "SELECT secret_hash IS NULL OR secret_hash = ?4 FROM leases"
+      " WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  stmt.bind(1, lease.ns).bind(2, lease.resource.str()).bind(3, lease.owner.str());
+  if (auto hash = secret_hash(secret))
+    stmt.bind(4, *hash);
+  else
+    stmt.bind_null(4);
+  return stmt.step() && stmt.integer(0) != 0;
+}
+
 void SqliteStore::remove_lease(const lock::Lease& lease) {
   auto stmt =
       m_db.prepare("DELETE FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
@@ -390,8 +419,8 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
   if (auto expires = expiry(request.ttl, now))
     lease.expires_at = sqlite::instant_of(*expires);
   auto stmt = m_db.prepare("INSERT INTO leases (" CLOCK_LEASE_COLUMNS
-                           ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9, ?10, ?11, ?12, "
-                           "?13, ?14, ?15)");
+                           ", secret_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9, ?10,"
+                           " ?11, ?12, ?13, ?14, ?15, ?16)");
   stmt.bind(1, request.ns)
       .bind(2, resource.str())
       .bind(3, request.owner.str())
@@ -407,6 +436,10 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
       .bind(13, request.info.command)
       .bind(14, sqlite::ms_of(request.info.started))
       .bind(15, request.request_id);
+  if (auto hash = secret_hash(request.secret))
+    stmt.bind(16, *hash);
+  else
+    stmt.bind_null(16);
   stmt.run();
   record(EventKind::acquired, lease, now, std::nullopt);
   return {resource, lease.token, 1};
@@ -510,6 +543,17 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       attempt.outcome = Outcome::done;
       attempt.done_by = std::move(done);
       return attempt;
+    }
+  }
+  for (std::size_t i = 0; i < request.resources.size(); ++i) {
+    // Re-entering joins a lease: only its owner may, proven by the secret.
+    const auto& own = own_leases[i];
+    if (decisions[i].verdict == lock::Verdict::reenter && own &&
+        !proves(own->lease, request.secret)) {
+      record(EventKind::refused, own->lease, now, std::nullopt, describe(caller_of(request)));
+      tx.commit();  // keep the record of the refusal, and what was found expired
+      throw refusal_error(Operation::acquire, {Refusal::not_proven, request.resources[i]},
+                          request.owner);
     }
   }
   for (std::size_t i = 0; i < request.resources.size(); ++i) {
@@ -674,8 +718,13 @@ void SqliteStore::renew(const RenewRequest& request) {
     find.reset();
     bool token_ok = request.tokens.empty() || (row && row->lease.token == request.tokens[i]);
     bool live = row && (!row->lease.expires_at || sqlite::ms_of(*row->lease.expires_at) > now);
-    if (row && live && token_ok)
+    if (row && live && token_ok) {
+      if (!proves(row->lease, request.secret)) {
+        lost.push_back({Refusal::not_proven, resource});
+        record(EventKind::refused, row->lease, now, std::nullopt, describe(request.caller));
+      }
       continue;
+    }
     std::optional<lock::Token> token;
     if (!request.tokens.empty())
       token = request.tokens[i];
@@ -769,6 +818,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
       continue;
     }
     Released result{resource, 0, 0};
+    bool refused = false;
     for (const auto& row : rows) {
       const auto& lease = row.lease;
       bool expired = lease.expires_at && sqlite::ms_of(*lease.expires_at) <= now;
@@ -776,8 +826,13 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
       if (request.force) {
         remove_lease(lease);
         record(expired ? EventKind::expired : EventKind::forced, lease, now, held,
-               request.forced_by);
+               expired ? std::string() : describe(request.caller));
         ++result.holders_removed;
+      } else if (!expired && !proves(lease, request.secret)) {
+        // Changes nothing but history: the holder keeps its lease.
+        record(EventKind::refused, lease, now, std::nullopt, describe(request.caller));
+        failures.push_back({Refusal::not_proven, resource});
+        refused = true;
       } else if (expired) {
         remove_lease(lease);
         record(EventKind::expired, lease, sqlite::ms_of(*lease.expires_at),
@@ -791,13 +846,14 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
         result.remaining_depth = lease.depth - 1;
       } else {
         remove_lease(lease);
-        record(EventKind::released, lease, now, held);
+        record(EventKind::released, lease, now, held, by_of(request.caller, lease.info));
         if (request.succeeded)
           record_success(lease);
         result.holders_removed = 1;
       }
     }
-    released.push_back(result);
+    if (!refused)
+      released.push_back(result);
   }
   tx.commit();
   if (!failures.empty())
