@@ -85,7 +85,8 @@ std::int64_t granted_at(const TestEnv& env, long long token) {
 }
 
 // The database's clock as an offset from this process's wall clock, in ms:
-// 0 for PostgreSQL on this machine, the faked offset for SQLite.
+// 0 for PostgreSQL (with-postgres.sh runs it on this machine), the faked
+// offset for SQLite.
 std::int64_t offset_ms(const std::string& offset) {
   return backend_name() == "postgres" ? 0 : std::stoll(offset) * 1000;
 }
