@@ -85,7 +85,8 @@ std::int64_t granted_at(const TestEnv& env, long long token) {
 }
 
 // The database's clock as an offset from this process's wall clock, in ms:
-// 0 for PostgreSQL on this machine, the faked offset for SQLite.
+// 0 for PostgreSQL (with-postgres.sh runs it on this machine), the faked
+// offset for SQLite.
 std::int64_t offset_ms(const std::string& offset) {
   return backend_name() == "postgres" ? 0 : std::stoll(offset) * 1000;
 }
@@ -112,12 +113,20 @@ TEST_SUITE("once per") {
     constexpr int k_failing_round = 3;
     int failures = 0;
     std::size_t runs_before = 0;
+    std::vector<std::int64_t> round_start;  // on the database's clock, ms
+    auto db_now_ms = [&] {
+      return std::chrono::duration_cast<milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count() +
+             db_offset;
+    };
     for (int round = 0; round < k_rounds; ++round) {
       CAPTURE(round);
       const bool failing = round == k_failing_round;
       if (failing)
         write_file(env.path("fail-next"), "");
       std::vector<std::unique_ptr<Process>> processes;
+      round_start.push_back(db_now_ms());
       if (round == 0) {
         for (const auto& offset : offsets)
           processes.push_back(env.spawn(once_per_job(env, offset)));
@@ -130,6 +139,8 @@ TEST_SUITE("once per") {
         const auto& schedule = failing ? after : around;
         for (std::size_t i = 0; i < offsets.size(); ++i) {
           std::this_thread::sleep_until(end + schedule[i]);
+          if (i == 0)
+            round_start.back() = db_now_ms();
           processes.push_back(env.spawn(once_per_job(env, offsets[i])));
         }
       }
@@ -173,6 +184,7 @@ TEST_SUITE("once per") {
     // started within the period before the skip.
     auto skipped = events_of(env, "skipped");
     CHECK(skipped.size() == 5 * k_rounds - successes.size() - failures);
+    int before_end = 0;  // skips of a round that named the previous round's run
     for (const auto& skip : skipped) {
       CAPTURE(skip.dump());
       REQUIRE(skip["done_by"].is_object());
@@ -188,9 +200,13 @@ TEST_SUITE("once per") {
         CHECK((other_start <= started[token] || other_start > at));
       CHECK(skip["done_by"]["host"] == host_name());
       CHECK(is_uuid(skip["done_by"]["owner"]));
+      auto round =
+          std::upper_bound(round_start.begin(), round_start.end(), at) - round_start.begin() - 1;
+      before_end += round > 0 && token != successes.at(static_cast<std::size_t>(round));
     }
     MESSAGE(k_rounds << " periods: " << successes.size() << " runs, " << failures << " failed run, "
-                     << skipped.size() << " skipped");
+                     << skipped.size() << " skipped (" << before_end
+                     << " before the period's end, naming the previous period's run)");
   }
 
   TEST_CASE("-E 3 --once-per exits 3 when the period is done, without running, quietly") {
