@@ -36,14 +36,15 @@ std::string acquire_call_sql(const std::string& function, const std::string& res
                              const std::string& command) {
   return "SELECT clock." + function + "('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
          "'::uuid, 60000, '" + request + "', " + (queue ? "true" : "false") +
-         ", 'psql-host', '', 4242, 'tester', '" + command + "', now(), false)";
+         ", 'psql-host', '', 4242, 'tester', '" + command + "', now(), false, NULL, '')";
 }
 
-// The same call as the schema of 9784984 took it (no p_record_refusal).
+// The same call as the schema of 9784984 took it (no p_record_refusal, no
+// secret: the lease it grants has no secret hash, as every lease did then).
 std::string legacy_try_acquire_sql(const std::string& resource, const std::string& owner) {
   std::string call =
       acquire_call_sql("try_acquire", resource, owner, "psql-" + owner, false, "psql transaction");
-  return call.substr(0, call.size() - std::string(", false)").size()) + ")";
+  return call.substr(0, call.size() - std::string(", false, NULL, '')").size()) + ")";
 }
 
 // `SELECT clock.try_acquire(…)` of one exclusive lock on `resource` for
@@ -54,7 +55,8 @@ std::string try_acquire_sql(const std::string& resource, const std::string& owne
 }
 
 std::string release_sql(const std::string& resource, const std::string& owner) {
-  return "SELECT clock.release('', ARRAY['" + resource + "'], '" + owner + "'::uuid)";
+  return "SELECT clock.release('', ARRAY['" + resource + "'], '" + owner +
+         "'::uuid, NULL, '', '', '{}')";
 }
 
 // The token of a granted try_acquire reply; fails the test for any other.
@@ -203,6 +205,7 @@ TEST_SUITE("postgres") {
     psql.execute(
         "GRANT EXECUTE ON FUNCTION clock.try_acquire(text, text[], text, integer, uuid, "
         "bigint, text, boolean, text, text, bigint, text, text, timestamptz), "
+        "clock.renew(text, text[], uuid, bigint[], bigint), clock.release(text, text[], uuid), "
         "clock.history(text, text, integer) TO " +
         role);
 
@@ -221,7 +224,9 @@ TEST_SUITE("postgres") {
     // Functions whose signature changed keep their grantees (schema.cpp).
     for (const char* successor :
          {"clock.try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
-          "bigint, text, text, timestamptz, boolean)",
+          "bigint, text, text, timestamptz, boolean, text, text)",
+          "clock.renew(text, text[], uuid, bigint[], bigint, text, text)",
+          "clock.release(text, text[], uuid, text, text, text, bigint[])",
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
           "jsonb)",
           "clock.history(text, text, integer, text)"}) {
@@ -234,6 +239,11 @@ TEST_SUITE("postgres") {
     psql.execute("DROP OWNED BY " + role);
     psql.execute("DROP ROLE " + role);
 
+    // The old-format lease keeps no secret hash: its id alone renews and
+    // releases it, as before the upgrade, so it is not stranded.
+    CHECK(psql.execute("SELECT secret_hash IS NULL FROM clock.leases WHERE resource = "
+                       "'legacy.job'") == "t");
+    CHECK_EXIT(env.clock({"renew", "-r", "legacy.job", "--owner", owner}), 0);
     CHECK_EXIT(env.clock({"release", "-r", "legacy.job", "--owner", owner}), 0);
     CHECK(env.holders_of("legacy.job").empty());
     Acquired after = env.acquire({"-n", "-r", "legacy.job"});
@@ -365,7 +375,7 @@ TEST_SUITE("postgres") {
     if (granted.status == 0) {
       Acquired waiter_grant = parse_acquired(granted.out);
       CHECK(waiter_grant.token() > token);
-      CHECK_EXIT(env.clock({"release", "-r", "same", "--owner", waiter_grant.owner}), 0);
+      CHECK_EXIT(env.clock({"release", "-r", "same", "--owner", waiter_grant.credential}), 0);
     }
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "same"}), 0);
 
@@ -596,7 +606,7 @@ TEST_SUITE("postgres") {
       // watched at once, as the waiter may well exit before the release does.
       auto releasing = Clock::now();
       auto release =
-          env.spawn(env.clock_command({"release", "-r", "baton", "--owner", holder.owner}));
+          env.spawn(env.clock_command({"release", "-r", "baton", "--owner", holder.credential}));
       std::optional<Clock::time_point> released, woken;
       REQUIRE(await(
           [&] {
@@ -614,7 +624,8 @@ TEST_SUITE("postgres") {
       handovers.push_back(seconds);
       CHECK(seconds < 2.0);
       CHECK_EXIT(
-          env.clock({"release", "-r", "baton", "--owner", parse_acquired(granted.out).owner}), 0);
+          env.clock({"release", "-r", "baton", "--owner", parse_acquired(granted.out).credential}),
+          0);
     }
     std::string text;
     for (double s : handovers)
