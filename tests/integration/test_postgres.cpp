@@ -358,7 +358,7 @@ TEST_SUITE("postgres") {
     // The transaction stays open from here to its COMMIT.
 
     auto waiter =
-        env.spawn(env.clock_command({"acquire", "--format", "json", "-w", "60s", "-r", "same"}));
+        env.spawn(env.clock_command({"acquire", "--format", "shell", "-w", "60s", "-r", "same"}));
     // SPEC §3: -w 60s waits up to 60 s, also past the functions' 5 s
     // lock_timeout while the transaction stays open.
     bool waiter_ended = await([&] { return !waiter->running(); }, 7s);
@@ -373,7 +373,7 @@ TEST_SUITE("postgres") {
     Result granted = waiter->wait(30s);
     CHECK_EXIT(granted, 0);
     if (granted.status == 0) {
-      Acquired waiter_grant = parse_acquired(granted.out);
+      Acquired waiter_grant = parse_acquired_shell(granted.out);
       CHECK(waiter_grant.token() > token);
       CHECK_EXIT(env.clock({"release", "-r", "same", "--owner", waiter_grant.credential}), 0);
     }
@@ -545,7 +545,7 @@ TEST_SUITE("postgres") {
     std::vector<std::unique_ptr<Process>> waiters;
     for (std::size_t i = 1; i <= 3; ++i) {
       waiters.push_back(env.spawn(
-          env.clock_command({"acquire", "--format", "json", "-w", "60s", "-r", "baton"})));
+          env.clock_command({"acquire", "--format", "shell", "-w", "60s", "-r", "baton"})));
       REQUIRE(await([&] { return queued() == i; }, 30s, 50ms));  // queued in this order
     }
     // Past their first "waiting" report (at 1 s), after which a waiter not
@@ -559,7 +559,7 @@ TEST_SUITE("postgres") {
           return settled == waiters.size();
         },
         30s, 100ms));
-    std::string owner = holder.owner;
+    std::string owner = holder.credential;
     long long token = holder.token();
     for (std::size_t i = 0; i < waiters.size(); ++i) {
       CAPTURE(i);
@@ -570,11 +570,11 @@ TEST_SUITE("postgres") {
       CHECK(seconds < 2.0);
       Result granted = waiters[i]->wait();
       REQUIRE_EXIT(granted, 0);
-      Acquired next = parse_acquired(granted.out);
+      Acquired next = parse_acquired_shell(granted.out);
       CHECK(next.token() > token);
       for (std::size_t later = i + 1; later < waiters.size(); ++later)
         CHECK(waiters[later]->running());
-      owner = next.owner;
+      owner = next.credential;
       token = next.token();
     }
     CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner", owner}), 0);
@@ -588,8 +588,8 @@ TEST_SUITE("postgres") {
     for (int round = 0; round < 3; ++round) {
       CAPTURE(round);
       Acquired holder = env.acquire({"-r", "baton"});
-      auto waiter =
-          env.spawn(env.clock_command({"acquire", "--format", "json", "-w", "30s", "-r", "baton"}));
+      auto waiter = env.spawn(
+          env.clock_command({"acquire", "--format", "shell", "-w", "30s", "-r", "baton"}));
       // Queued, and waiting long enough to be past its first attempts.
       bool waiting = await(
           [&] {
@@ -623,9 +623,9 @@ TEST_SUITE("postgres") {
       double seconds = std::chrono::duration<double>(*woken - releasing).count();
       handovers.push_back(seconds);
       CHECK(seconds < 2.0);
-      CHECK_EXIT(
-          env.clock({"release", "-r", "baton", "--owner", parse_acquired(granted.out).credential}),
-          0);
+      CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner",
+                            parse_acquired_shell(granted.out).credential}),
+                 0);
     }
     std::string text;
     for (double s : handovers)
