@@ -65,7 +65,7 @@ GRANT USAGE ON SCHEMA :"schema" TO clock_app;
 GRANT SELECT ON :"schema".schema_migrations TO clock_app;
 GRANT EXECUTE ON FUNCTION
   :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
-                        bigint, text, text, timestamptz, boolean, bigint, text, text),
+                        bigint, text, text, timestamptz, boolean, text, text, bigint),
   :"schema".leave_queue(text, text[], uuid, text),
   :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
                               jsonb),

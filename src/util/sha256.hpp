@@ -1,4 +1,4 @@
-// SHA-256, from OpenSSL's libcrypto: the hash an owner's secret is kept as.
+// SHA-256, from nettle (Debian nettle-dev): the hash an owner's secret is kept as.
 #pragma once
 
 #include <string>

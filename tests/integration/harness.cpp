@@ -357,6 +357,36 @@ std::string random_uuid() {
   return out;
 }
 
+std::string random_owner() {
+  std::string secret = random_uuid() + random_uuid();
+  std::erase(secret, '-');
+  return random_uuid() + "." + secret;
+}
+
+std::string id_of(const std::string& credential) {
+  return credential.substr(0, credential.find('.'));
+}
+
+Acquired parse_acquired_shell(const std::string& exports) {
+  static const std::regex pattern(
+      R"(^export CLOCK_OWNER=([0-9a-f-]{36})\.([0-9a-f]{32,128}) CLOCK_TOKEN=([0-9,]+)\n$)");
+  std::smatch match;
+  if (!std::regex_match(exports, match, pattern))
+    throw std::runtime_error("not the exports of acquire --format shell: " + exports);
+  Acquired acquired;
+  acquired.owner = match[1];
+  acquired.credential = match[1].str() + "." + match[2].str();
+  std::string tokens = match[3];
+  for (std::size_t at = 0; at < tokens.size();) {
+    auto comma = tokens.find(',', at);
+    if (comma == std::string::npos)
+      comma = tokens.size();
+    acquired.tokens.push_back(std::stoll(tokens.substr(at, comma - at)));
+    at = comma + 1;
+  }
+  return acquired;
+}
+
 Acquired parse_acquired(const std::string& json_text) {
   auto json = nlohmann::json::parse(json_text);
   Acquired acquired;
@@ -621,13 +651,13 @@ void TestEnv::let_go(const std::string& name) const {
 }
 
 Acquired TestEnv::acquire(const std::vector<std::string>& args) const {
-  std::vector<std::string> full = {"acquire", "--format", "json"};
+  std::vector<std::string> full = {"acquire", "--format", "shell"};
   full.insert(full.end(), args.begin(), args.end());
   Result result = clock(full);
   INFO(result.describe());
   REQUIRE(result.status == 0);
   Acquired acquired;
-  REQUIRE_NOTHROW(acquired = parse_acquired(result.out));
+  REQUIRE_NOTHROW(acquired = parse_acquired_shell(result.out));
   return acquired;
 }
 

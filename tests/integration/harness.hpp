@@ -110,13 +110,18 @@ inline doctest::skip only_on(const std::string& backend) {
 // Creates the backend for one test; `dir` is the test's temporary directory.
 std::unique_ptr<Backend> make_backend(const fs::path& dir);
 
-// The parts of `clock acquire --format json` the tests rely on.
+// The parts of `clock acquire` the tests rely on: the owner id its JSON
+// prints, and the ID.SECRET its shell format exports (`credential`), which
+// renew, release and re-entry need.
 struct Acquired {
   std::string owner;
+  std::string credential;
   std::vector<long long> tokens;  // one per resource, in the order clock reports
   long long token() const { return tokens.at(0); }
 };
 Acquired parse_acquired(const std::string& json_text);
+// `export CLOCK_OWNER=ID.SECRET CLOCK_TOKEN=T1,T2` (acquire --format shell).
+Acquired parse_acquired_shell(const std::string& exports);
 
 // The samples of clock_runs_total in a Prometheus exposition, keyed
 // "namespace/resource/outcome" (label values unescaped only as far as the
@@ -126,6 +131,10 @@ std::map<std::string, long long> runs_total(const std::string& exposition);
 bool is_uuid(const std::string& text);
 std::string host_name();
 std::string random_uuid();
+// A new owner as --owner and CLOCK_OWNER take it to acquire: ID.SECRET.
+std::string random_owner();
+// The id of an ID.SECRET (the text before the dot).
+std::string id_of(const std::string& credential);
 
 // One test's world: a temporary directory, a fresh database, an isolated HOME
 // and XDG directories, and helpers to run `clock` there.
@@ -175,7 +184,7 @@ class TestEnv {
   // Lets the child of holding_script(name) finish.
   void let_go(const std::string& name) const;
 
-  // `clock acquire --format json ARGS…`, which must succeed.
+  // `clock acquire --format shell ARGS…`, which must succeed.
   Acquired acquire(const std::vector<std::string>& args) const;
   // `clock status --format json ARGS…`, which must succeed: exit 0 with a live
   // holder listed, 1 with none (checked).

@@ -68,7 +68,7 @@ TEST_SUITE("acquire") {
     CHECK(second->token() > first.token());
 
     // The lapsed owner cannot release the newer holder's lease.
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", first.owner}), 77);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", first.credential}), 77);
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
 
     // The expiry is in history.
@@ -90,7 +90,7 @@ TEST_SUITE("acquire") {
     CHECK(env.holders_of("a").empty());
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "a"}), 0);
 
-    CHECK_EXIT(env.clock({"release", "-r", "b", "--owner", b_holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "b", "--owner", b_holder.credential}), 0);
     Acquired both = env.acquire({"-n", "-r", "c", "-r", "d"});
     CHECK(both.tokens.size() == 2);
     CHECK(env.holders_of("c").size() == 1);
@@ -136,10 +136,11 @@ TEST_SUITE("acquire") {
       "the same owner re-enters a lock it holds, keeps the token, and needs as many "
       "releases") {
     TestEnv env;
-    std::string owner = random_uuid();
+    std::string owner = random_owner();
     Acquired first = env.acquire({"-r", "x", "--owner", owner});
     Acquired again = env.acquire({"-n", "-r", "x", "--owner", owner});
-    CHECK(first.owner == owner);
+    CHECK(first.owner == id_of(owner));
+    CHECK(first.credential == owner);
     CHECK(again.token() == first.token());
 
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", owner}), 0);
@@ -155,7 +156,7 @@ TEST_SUITE("acquire") {
     REQUIRE(await([&] { return !env.status()["waiters"].empty(); }, 30s));
     CHECK(waiter->running());
 
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
     Result granted = waiter->wait(30s);
     REQUIRE_EXIT(granted, 0);
     Acquired next = parse_acquired(granted.out);
@@ -171,14 +172,14 @@ TEST_SUITE("acquire") {
 
     CHECK_EXIT(env.clock({"acquire", "-n", "-s", "-r", "x"}), 75);
     CHECK(writer->running());
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", reader.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", reader.credential}), 0);
     CHECK_EXIT(writer->wait(30s), 0);
   }
 
   TEST_CASE("two owners each waiting for the other's lock are told of the deadlock with 76") {
     TestEnv env;
-    std::string alice = random_uuid();
-    std::string bob = random_uuid();
+    std::string alice = random_owner();
+    std::string bob = random_owner();
     env.acquire({"-r", "x", "--owner", alice});
     env.acquire({"-r", "y", "--owner", bob});
     auto alice_waits =
@@ -194,15 +195,16 @@ TEST_SUITE("acquire") {
     CHECK_EXIT(alice_waits->wait(30s), 0);
   }
 
-  TEST_CASE("acquire prints the owner id in text format") {
+  TEST_CASE("acquire prints the owner id in text format, which alone cannot release") {
     TestEnv env;
     Result acquired = env.clock({"acquire", "-r", "x"});
     REQUIRE_EXIT(acquired, 0);
     std::smatch match;
     std::regex uuid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
     REQUIRE(std::regex_search(acquired.out, match, uuid));
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", match.str()}), 0);
-    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
+    CHECK(acquired.out.find(match.str() + ".") == std::string::npos);  // no secret
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", match.str()}), 77);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
   }
 
   TEST_CASE("acquire --format json gives the owner and the token") {
@@ -233,7 +235,8 @@ TEST_SUITE("acquire") {
     std::string owner, token;
     std::getline(lines, owner);
     std::getline(lines, token);
-    CHECK(is_uuid(owner));
+    CHECK(is_uuid(id_of(owner)));
+    CHECK(std::regex_match(owner, std::regex("[0-9a-f-]{36}\\.[0-9a-f]{32}")));
     CHECK(std::regex_match(token, std::regex("[1-9][0-9]*")));
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
 
@@ -282,7 +285,7 @@ TEST_SUITE("acquire") {
     REQUIRE(await([&] { return !env.status()["waiters"].empty(); }, 30s));
     doomed->signal(SIGKILL);
     doomed->wait(10s);
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
     // Without the dead waiter's entry lapsing, this would wait behind it for ever.
     CHECK_EXIT(env.clock({"acquire", "-w", "20s", "-r", "x"}, {}, 60s), 0);
   }

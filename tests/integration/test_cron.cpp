@@ -82,7 +82,7 @@ TEST_SUITE("cron") {
           return false;
         },
         30s, 100ms));
-    CHECK_EXIT(env.clock({"release", "-r", "nightly", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "nightly", "--owner", holder.credential}), 0);
     auto waited = waiter->wait();
     CHECK_EXIT(waited, 0);
     CHECK(waited.err.empty());

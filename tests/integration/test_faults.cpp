@@ -155,7 +155,7 @@ TEST_SUITE("faults") {
       // The release and three requests start together.
       std::string section = "-- \"$T_CS\" \"$T_DIR/counter\" \"$T_DIR/log\"";
       std::vector<Command> racers = {
-          env.clock_command({"release", "-r", "race", "--owner", holder.owner}),
+          env.clock_command({"release", "-r", "race", "--owner", holder.credential}),
           env.shell_command("exec \"$T_CLOCK\" run -w 60s -r race " + section),
           env.shell_command("exec \"$T_CLOCK\" run -w 60s -r race " + section),
           env.shell_command("exec \"$T_CLOCK\" run -n -r race " + section)};

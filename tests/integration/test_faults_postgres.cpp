@@ -26,7 +26,7 @@ namespace {
 // build has no fault hooks (CMake option CLOCK_TEST_FAULTS).
 std::optional<Acquired> acquire_losing_reply(const TestEnv& env,
                                              const std::vector<std::string>& args) {
-  std::vector<std::string> full = {"acquire", "--format", "json"};
+  std::vector<std::string> full = {"acquire", "--format", "shell"};
   full.insert(full.end(), args.begin(), args.end());
   Result result = env.clock(full, {{"CLOCK_TEST_FAULT", "drop-reply:acquire"}});
   INFO(result.describe());
@@ -37,7 +37,7 @@ std::optional<Acquired> acquire_losing_reply(const TestEnv& env,
   if (result.err.find("test fault: dropping the connection after acquire") == std::string::npos)
     return std::nullopt;
   Acquired acquired;
-  REQUIRE_NOTHROW(acquired = parse_acquired(result.out));
+  REQUIRE_NOTHROW(acquired = parse_acquired_shell(result.out));
   return acquired;
 }
 
@@ -188,7 +188,7 @@ TEST_SUITE("faults-postgres") {
           std::vector<std::string>{"acquired"});
 
     // Re-entry by the same owner, reply lost again: depth 2, not 3.
-    auto again = acquire_losing_reply(env, {"--owner", first->owner, "-r", "once"});
+    auto again = acquire_losing_reply(env, {"--owner", first->credential, "-r", "once"});
     REQUIRE(again);
     CHECK(again->token() == first->token());
     lease = only_holder(env, "once");
@@ -198,10 +198,10 @@ TEST_SUITE("faults-postgres") {
           std::vector<std::string>{"acquired"});
 
     // Two releases free it; a third finds nothing to release.
-    CHECK_EXIT(env.clock({"release", "-r", "once", "--owner", first->owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "once", "--owner", first->credential}), 0);
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "once"}, {}), 75);
-    CHECK_EXIT(env.clock({"release", "-r", "once", "--owner", first->owner}), 0);
-    CHECK_EXIT(env.clock({"release", "-r", "once", "--owner", first->owner}), 77);
+    CHECK_EXIT(env.clock({"release", "-r", "once", "--owner", first->credential}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "once", "--owner", first->credential}), 77);
 
     // Several resources at once: each granted once.
     auto both = acquire_losing_reply(env, {"-r", "a", "-r", "b"});

@@ -107,7 +107,7 @@ TEST_SUITE("hostile input") {
     CHECK(env.status()["holders"].empty());
     Acquired after = env.acquire({"-n", "-r", "x"});
     CHECK(env.holders_of("x").size() == 1);
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", after.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", after.credential}), 0);
   }
 
   TEST_CASE("'_' and '-' are literal in names: no wildcard matches another resource") {
@@ -310,7 +310,7 @@ TEST_SUITE("hostile input") {
       CHECK(env.status().dump().find(secret) == std::string::npos);
       REQUIRE(await([&] { return env.status().value("waiters", json::array()).empty(); }, 30s));
     }
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
     Result history = env.clock({"history", "--format", "json"});
     CHECK(history.out.find(secret) == std::string::npos);
   }

@@ -722,7 +722,7 @@ TEST_SUITE("lock model") {
         const std::string& held = reversed ? pair.other : pair.one;
         const std::string& asked = reversed ? pair.one : pair.other;
         INFO(held << " held exclusively, " << asked << " asked for with -n");
-        std::string owner = random_uuid();
+        std::string owner = random_owner();
         env.acquire({"-r", held, "--owner", owner});
         CHECK_EXIT(env.clock({"run", "-n", "-r", asked, "--", "true"}), pair.conflict ? 75 : 0);
         CHECK_EXIT(env.clock({"run", "-n", "-s", "-r", asked, "--", "true"}),
@@ -734,7 +734,7 @@ TEST_SUITE("lock model") {
 
   TEST_CASE("several resources at once with mixed modes are granted all together or not at all") {
     TestEnv env;
-    std::string reader = random_uuid();
+    std::string reader = random_owner();
     env.acquire({"-s", "-r", "a", "-r", "b", "--owner", reader});
     // Shared with shared, on both and below them.
     CHECK_EXIT(env.clock({"run", "-n", "-s", "-r", "a", "-r", "b", "--", "true"}), 0);
@@ -748,12 +748,12 @@ TEST_SUITE("lock model") {
     // All or nothing: the free one is not taken when the other is refused.
     CHECK_EXIT(env.clock({"acquire", "-n", "-x", "-r", "c", "-r", "b"}), 75);
     CHECK(env.holders_of("c").empty());
-    std::string writer = random_uuid();
+    std::string writer = random_owner();
     env.acquire({"-x", "-r", "d", "--owner", writer});
     CHECK_EXIT(env.clock({"acquire", "-n", "-s", "-r", "a", "-r", "d"}), 75);
     auto a_holders = env.holders_of("a");
     REQUIRE(a_holders.size() == 1);
-    CHECK(a_holders[0]["owner"] == reader);
+    CHECK(a_holders[0]["owner"] == id_of(reader));
 
     // A shared waiter for {d, e} holds neither while it waits, then both.
     auto waiter = env.spawn(env.clock_command(
@@ -786,7 +786,7 @@ TEST_SUITE("lock model") {
             doctest::timeout(120)) {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
-    std::string first = random_uuid();
+    std::string first = random_owner();
     // The first waiter dies without leaving the queue: its entry lapses
     // within one TTL (1 s here) and blocks nobody.
     auto dead = env.spawn(env.clock_command(
@@ -796,7 +796,7 @@ TEST_SUITE("lock model") {
     dead->wait(10s);
     REQUIRE(await([&] { return waiters_of(env.status(), "x").empty(); }, 30s, 50ms));
 
-    std::string second = random_uuid();
+    std::string second = random_owner();
     auto later = env.spawn(env.clock_command(
         {"acquire", "-r", "x", "--owner", second, "-w", "60s", "--format", "json"}));
     REQUIRE(await([&] { return waiters_of(env.status(), "x").size() == 1; }, 30s, 10ms));
@@ -811,10 +811,10 @@ TEST_SUITE("lock model") {
         },
         30s, 10ms));
     INFO("waiters: " << nlohmann::json(queue).dump(2));
-    CHECK(queue[0].value("owner", "") == second);
-    CHECK(queue[1].value("owner", "") == first);
+    CHECK(queue[0].value("owner", "") == id_of(second));
+    CHECK(queue[1].value("owner", "") == id_of(first));
 
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
     Result granted = later->wait(30s);
     CHECK_EXIT(granted, 0);
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", second}), 0);

@@ -53,7 +53,7 @@ TEST_SUITE("run") {
     CHECK(stopped.err_lines()[0].find("ran out of time (--max-runtime 1s)") != std::string::npos);
 
     CHECK(env.holders_of("x").empty());
-    std::string owner = first_line(read_file(env.path("owner")));
+    std::string owner = id_of(first_line(read_file(env.path("owner"))));
     std::vector<std::string> events = event_names(history_of(env, "x"), owner);
     // Oldest first: the grant, the stop at the limit (recorded while the
     // lease is still held), the release.
@@ -88,7 +88,7 @@ TEST_SUITE("run") {
     CHECK_EXIT(stopped, 124);
     check_gone(env, "grandchild");
     CHECK(read_file(env.path("status.exit")) == "0\n");  // a live holder was listed
-    std::string owner = first_line(read_file(env.path("owner")));
+    std::string owner = id_of(first_line(read_file(env.path("owner"))));
     REQUIRE_FALSE(owner.empty());
     CHECK(read_file(env.path("status.json")).find(owner) != std::string::npos);
     CHECK(env.holders_of("x").empty());
@@ -117,7 +117,7 @@ TEST_SUITE("run") {
     Result stopped = env.clock({"run", "--max-runtime", "1s", "-r", "x", "--", "sh", "-c", script});
     CHECK_EXIT(stopped, 124);
     CHECK(read_file(env.path("status.exit")) == "0\n");  // a live holder was listed
-    std::string owner = first_line(read_file(env.path("owner")));
+    std::string owner = id_of(first_line(read_file(env.path("owner"))));
     REQUIRE_FALSE(owner.empty());
     CHECK(read_file(env.path("status.json")).find(owner) != std::string::npos);
     CHECK(env.holders_of("x").empty());

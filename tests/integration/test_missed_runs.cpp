@@ -76,14 +76,14 @@ TEST_SUITE("missed runs") {
     CHECK(events[0]["in_the_way"]["token"].is_null());
     CHECK(events[0]["in_the_way"]["owner"] != holder.owner);
 
-    CHECK_EXIT(env.clock({"release", "-r", "job.part", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "job.part", "--owner", holder.credential}), 0);
     CHECK_EXIT(queued->wait(30s), 0);
   }
 
   TEST_CASE("history --event shows one kind and refuses an unknown one") {
     TestEnv env;
     Acquired a = env.acquire({"-r", "a"});
-    CHECK_EXIT(env.clock({"release", "-r", "a", "--owner", a.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "a", "--owner", a.credential}), 0);
     auto released = events_of(env, "released");
     REQUIRE(released.size() == 1);
     CHECK(released[0]["event"] == "released");

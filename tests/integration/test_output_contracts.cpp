@@ -75,10 +75,10 @@ Crowd fill_status(const TestEnv& env) {
   env.acquire({"-r", "forever", "--ttl", "0"});
   env.acquire({"--namespace", "dc-eu1", "-r", "ldap.import"});
   for (std::size_t i = 0; i < 2; ++i) {
-    crowd.waiter_owners.push_back(random_uuid());
+    crowd.waiter_owners.push_back(random_owner());
     crowd.waiters.push_back(queue_waiter(env, "ldap.import", crowd.waiter_owners.back(), i + 1));
   }
-  crowd.waiter_owners.push_back(random_uuid());
+  crowd.waiter_owners.push_back(random_owner());
   crowd.waiters.push_back(queue_waiter(env, "reports", crowd.waiter_owners.back(), 3));
   bool expired = await([&] { return env.holders_of("old").empty(); }, 30s, 100ms);
   REQUIRE_MESSAGE(expired, "the 1s lease on 'old' did not expire");
@@ -117,7 +117,7 @@ TEST_SUITE("output contracts") {
     CHECK(namespaced == 1);
     // Queue order, and each waiter's place in line for its own resource.
     for (std::size_t i = 0; i < 3; ++i)
-      CHECK(status["waiters"][i]["owner"] == crowd.waiter_owners[i]);
+      CHECK(status["waiters"][i]["owner"] == id_of(crowd.waiter_owners[i]));
     CHECK(status["waiters"][0]["place"] == 1);
     CHECK(status["waiters"][1]["place"] == 2);
     CHECK(status["waiters"][2]["place"] == 1);
@@ -152,7 +152,7 @@ TEST_SUITE("output contracts") {
     TestEnv env;
     // acquired and released
     Acquired a = env.acquire({"-r", "a"});
-    CHECK_EXIT(env.clock({"release", "-r", "a", "--owner", a.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "a", "--owner", a.credential}), 0);
     // forced, with who forced it
     env.acquire({"-r", "b"});
     CHECK_EXIT(env.clock({"release", "-r", "b", "--force"}), 0);
@@ -162,8 +162,10 @@ TEST_SUITE("output contracts") {
     Acquired d = env.acquire({"-r", "d", "--ttl", "1s"});
     REQUIRE(await([&] { return env.holders_of("c").empty() && env.holders_of("d").empty(); }, 30s,
                   100ms));
-    env.acquire({"-n", "-r", "c"});
-    CHECK_EXIT(env.clock({"renew", "-r", "d", "--owner", d.owner}), 77);
+    Acquired c = env.acquire({"-n", "-r", "c"});
+    CHECK_EXIT(env.clock({"renew", "-r", "d", "--owner", d.credential}), 77);
+    // refused: a release by the owner id without its secret
+    CHECK_EXIT(env.clock({"release", "-r", "c", "--owner", c.owner}), 77);
     // runs that did not happen: skipped (-n) and timed_out (-w) behind c's
     // holder, killed at the runtime limit
     CHECK_EXIT(env.clock({"run", "-n", "-E", "0", "-r", "c", "--", "true"}), 0);
@@ -185,9 +187,9 @@ TEST_SUITE("output contracts") {
     for (const auto& event : events)
       kinds.insert(event["event"].get<std::string>());
     CHECK(kinds == std::set<std::string>{"acquired", "released", "forced", "expired", "lost",
-                                         "skipped", "timed_out", "killed"});
+                                         "skipped", "timed_out", "killed", "refused"});
     for (const auto& event : events) {
-      if (event["event"] == "forced")
+      if (event["event"] == "forced" || event["event"] == "refused")
         CHECK(event["by"].get<std::string>().find('@') != std::string::npos);
     }
     CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {

@@ -36,14 +36,15 @@ std::string acquire_call_sql(const std::string& function, const std::string& res
                              const std::string& command) {
   return "SELECT clock." + function + "('', ARRAY['" + resource + "'], 'exclusive', 0, '" + owner +
          "'::uuid, 60000, '" + request + "', " + (queue ? "true" : "false") +
-         ", 'psql-host', '', 4242, 'tester', '" + command + "', now(), false)";
+         ", 'psql-host', '', 4242, 'tester', '" + command + "', now(), false, NULL, '')";
 }
 
-// The same call as the schema of 9784984 took it (no p_record_refusal).
+// The same call as the schema of 9784984 took it (no p_record_refusal, no
+// secret: the lease it grants has no secret hash, as every lease did then).
 std::string legacy_try_acquire_sql(const std::string& resource, const std::string& owner) {
   std::string call =
       acquire_call_sql("try_acquire", resource, owner, "psql-" + owner, false, "psql transaction");
-  return call.substr(0, call.size() - std::string(", false)").size()) + ")";
+  return call.substr(0, call.size() - std::string(", false, NULL, '')").size()) + ")";
 }
 
 // `SELECT clock.try_acquire(…)` of one exclusive lock on `resource` for
@@ -54,7 +55,8 @@ std::string try_acquire_sql(const std::string& resource, const std::string& owne
 }
 
 std::string release_sql(const std::string& resource, const std::string& owner) {
-  return "SELECT clock.release('', ARRAY['" + resource + "'], '" + owner + "'::uuid)";
+  return "SELECT clock.release('', ARRAY['" + resource + "'], '" + owner +
+         "'::uuid, NULL, '', '', '{}')";
 }
 
 // The token of a granted try_acquire reply; fails the test for any other.
@@ -203,6 +205,7 @@ TEST_SUITE("postgres") {
     psql.execute(
         "GRANT EXECUTE ON FUNCTION clock.try_acquire(text, text[], text, integer, uuid, "
         "bigint, text, boolean, text, text, bigint, text, text, timestamptz), "
+        "clock.renew(text, text[], uuid, bigint[], bigint), clock.release(text, text[], uuid), "
         "clock.history(text, text, integer) TO " +
         role);
 
@@ -221,7 +224,9 @@ TEST_SUITE("postgres") {
     // Functions whose signature changed keep their grantees (schema.cpp).
     for (const char* successor :
          {"clock.try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
-          "bigint, text, text, timestamptz, boolean, bigint)",
+          "bigint, text, text, timestamptz, boolean, text, text, bigint)",
+          "clock.renew(text, text[], uuid, bigint[], bigint, text, text)",
+          "clock.release(text, text[], uuid, text, text, text, bigint[], boolean)",
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
           "jsonb)",
           "clock.history(text, text, integer, text)"}) {
@@ -234,6 +239,11 @@ TEST_SUITE("postgres") {
     psql.execute("DROP OWNED BY " + role);
     psql.execute("DROP ROLE " + role);
 
+    // The old-format lease keeps no secret hash: its id alone renews and
+    // releases it, as before the upgrade, so it is not stranded.
+    CHECK(psql.execute("SELECT secret_hash IS NULL FROM clock.leases WHERE resource = "
+                       "'legacy.job'") == "t");
+    CHECK_EXIT(env.clock({"renew", "-r", "legacy.job", "--owner", owner}), 0);
     CHECK_EXIT(env.clock({"release", "-r", "legacy.job", "--owner", owner}), 0);
     CHECK(env.holders_of("legacy.job").empty());
     Acquired after = env.acquire({"-n", "-r", "legacy.job"});
@@ -348,7 +358,7 @@ TEST_SUITE("postgres") {
     // The transaction stays open from here to its COMMIT.
 
     auto waiter =
-        env.spawn(env.clock_command({"acquire", "--format", "json", "-w", "60s", "-r", "same"}));
+        env.spawn(env.clock_command({"acquire", "--format", "shell", "-w", "60s", "-r", "same"}));
     // SPEC §3: -w 60s waits up to 60 s, also past the functions' 5 s
     // lock_timeout while the transaction stays open.
     bool waiter_ended = await([&] { return !waiter->running(); }, 7s);
@@ -363,9 +373,9 @@ TEST_SUITE("postgres") {
     Result granted = waiter->wait(30s);
     CHECK_EXIT(granted, 0);
     if (granted.status == 0) {
-      Acquired waiter_grant = parse_acquired(granted.out);
+      Acquired waiter_grant = parse_acquired_shell(granted.out);
       CHECK(waiter_grant.token() > token);
-      CHECK_EXIT(env.clock({"release", "-r", "same", "--owner", waiter_grant.owner}), 0);
+      CHECK_EXIT(env.clock({"release", "-r", "same", "--owner", waiter_grant.credential}), 0);
     }
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "same"}), 0);
 
@@ -535,7 +545,7 @@ TEST_SUITE("postgres") {
     std::vector<std::unique_ptr<Process>> waiters;
     for (std::size_t i = 1; i <= 3; ++i) {
       waiters.push_back(env.spawn(
-          env.clock_command({"acquire", "--format", "json", "-w", "60s", "-r", "baton"})));
+          env.clock_command({"acquire", "--format", "shell", "-w", "60s", "-r", "baton"})));
       REQUIRE(await([&] { return queued() == i; }, 30s, 50ms));  // queued in this order
     }
     // Past their first "waiting" report (at 1 s), after which a waiter not
@@ -549,7 +559,7 @@ TEST_SUITE("postgres") {
           return settled == waiters.size();
         },
         30s, 100ms));
-    std::string owner = holder.owner;
+    std::string owner = holder.credential;
     long long token = holder.token();
     for (std::size_t i = 0; i < waiters.size(); ++i) {
       CAPTURE(i);
@@ -560,11 +570,11 @@ TEST_SUITE("postgres") {
       CHECK(seconds < 2.0);
       Result granted = waiters[i]->wait();
       REQUIRE_EXIT(granted, 0);
-      Acquired next = parse_acquired(granted.out);
+      Acquired next = parse_acquired_shell(granted.out);
       CHECK(next.token() > token);
       for (std::size_t later = i + 1; later < waiters.size(); ++later)
         CHECK(waiters[later]->running());
-      owner = next.owner;
+      owner = next.credential;
       token = next.token();
     }
     CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner", owner}), 0);
@@ -578,8 +588,8 @@ TEST_SUITE("postgres") {
     for (int round = 0; round < 3; ++round) {
       CAPTURE(round);
       Acquired holder = env.acquire({"-r", "baton"});
-      auto waiter =
-          env.spawn(env.clock_command({"acquire", "--format", "json", "-w", "30s", "-r", "baton"}));
+      auto waiter = env.spawn(
+          env.clock_command({"acquire", "--format", "shell", "-w", "30s", "-r", "baton"}));
       // Queued, and waiting long enough to be past its first attempts.
       bool waiting = await(
           [&] {
@@ -596,7 +606,7 @@ TEST_SUITE("postgres") {
       // watched at once, as the waiter may well exit before the release does.
       auto releasing = Clock::now();
       auto release =
-          env.spawn(env.clock_command({"release", "-r", "baton", "--owner", holder.owner}));
+          env.spawn(env.clock_command({"release", "-r", "baton", "--owner", holder.credential}));
       std::optional<Clock::time_point> released, woken;
       REQUIRE(await(
           [&] {
@@ -613,8 +623,9 @@ TEST_SUITE("postgres") {
       double seconds = std::chrono::duration<double>(*woken - releasing).count();
       handovers.push_back(seconds);
       CHECK(seconds < 2.0);
-      CHECK_EXIT(
-          env.clock({"release", "-r", "baton", "--owner", parse_acquired(granted.out).owner}), 0);
+      CHECK_EXIT(env.clock({"release", "-r", "baton", "--owner",
+                            parse_acquired_shell(granted.out).credential}),
+                 0);
     }
     std::string text;
     for (double s : handovers)

@@ -13,10 +13,16 @@ using namespace clk::test;
 
 namespace {
 
-const std::string k_owner_a = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
-const std::string k_owner_b = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
-const std::string k_owner_c = "cccccccc-cccc-4ccc-8ccc-cccccccccccc";
-const std::string k_owner_d = "dddddddd-dddd-4ddd-8ddd-dddddddddddd";
+// Owner ids, as messages name them, and the ID.SECRET that --owner takes.
+const std::string k_id_a = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+const std::string k_id_b = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
+const std::string k_id_c = "cccccccc-cccc-4ccc-8ccc-cccccccccccc";
+const std::string k_id_d = "dddddddd-dddd-4ddd-8ddd-dddddddddddd";
+const std::string k_secret = ".0123456789abcdef0123456789abcdef";
+const std::string k_owner_a = k_id_a + k_secret;
+const std::string k_owner_b = k_id_b + k_secret;
+const std::string k_owner_c = k_id_c + k_secret;
+const std::string k_owner_d = k_id_d + k_secret;
 
 // The one line of stderr, which must say `expected` after "clock: …: ".
 void check_says(const Result& result, int status, const std::string& expected) {
@@ -48,11 +54,10 @@ TEST_SUITE("refusals") {
     TestEnv env;
     env.acquire({"-r", "x", "--owner", k_owner_a});
     check_says(env.clock({"release", "-r", "x", "--owner", k_owner_b}), 77,
-               "x is held by another owner, not by owner " + k_owner_b +
+               "x is held by another owner, not by owner " + k_id_b +
                    "; check --owner or CLOCK_OWNER, or release it with --force");
-    check_says(
-        env.clock({"release", "-r", "free", "--owner", k_owner_b}), 77,
-        "owner " + k_owner_b + " does not hold free; nobody does (look with 'clock status')");
+    check_says(env.clock({"release", "-r", "free", "--owner", k_owner_b}), 77,
+               "owner " + k_id_b + " does not hold free; nobody does (look with 'clock status')");
     check_says(env.clock({"release", "-r", "free", "--force"}), 77, "nobody holds free");
 
     env.acquire({"-r", "short", "--owner", k_owner_a, "--ttl", "1s"});
@@ -92,8 +97,8 @@ TEST_SUITE("refusals") {
 
     const std::string host = host_name();
     check_says(env.clock({"acquire", "-r", "y", "-w", "30s", "--owner", k_owner_a}), 76,
-               "deadlock: owner " + k_owner_a + " (" + host + ") -> y -> owner " + k_owner_b +
-                   " (" + host + ") -> x -> owner " + k_owner_a + " (" + host +
+               "deadlock: owner " + k_id_a + " (" + host + ") -> y -> owner " + k_id_b + " (" +
+                   host + ") -> x -> owner " + k_id_a + " (" + host +
                    "); not waiting, so the other side can proceed");
 
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", k_owner_a}), 0);
@@ -117,9 +122,9 @@ TEST_SUITE("refusals") {
 
     const std::string host = host_name();
     check_says(env.clock({"acquire", "-r", "y", "-w", "30s", "--owner", k_owner_a}), 76,
-               "deadlock: owner " + k_owner_a + " (" + host + ") -> y -> owner " + k_owner_b +
-                   " (" + host + ") -> z -> owner " + k_owner_c + " (" + host + ") -> x -> owner " +
-                   k_owner_a + " (" + host + "); not waiting, so the other side can proceed");
+               "deadlock: owner " + k_id_a + " (" + host + ") -> y -> owner " + k_id_b + " (" +
+                   host + ") -> z -> owner " + k_id_c + " (" + host + ") -> x -> owner " + k_id_a +
+                   " (" + host + "); not waiting, so the other side can proceed");
 
     CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", k_owner_a}), 0);
     CHECK_EXIT(env.clock({"release", "-r", "z", "--owner", k_owner_d}), 0);

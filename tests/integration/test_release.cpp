@@ -24,7 +24,7 @@ TEST_SUITE("release") {
     CHECK(holders[0]["token"] == holder.token());
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
 
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
   }
 
@@ -32,14 +32,14 @@ TEST_SUITE("release") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
     CHECK_EXIT(env.clock({"release", "-r", "x"}, {{"CLOCK_OWNER", random_uuid()}}), 77);
-    CHECK_EXIT(env.clock({"release", "-r", "x"}, {{"CLOCK_OWNER", holder.owner}}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x"}, {{"CLOCK_OWNER", holder.credential}}), 0);
     CHECK(env.holders_of("x").empty());
   }
 
   TEST_CASE("--owner beats CLOCK_OWNER") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner},
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential},
                          {{"CLOCK_OWNER", random_uuid()}}),
                0);
   }
@@ -47,8 +47,8 @@ TEST_SUITE("release") {
   TEST_CASE("releasing a lock twice exits 77 the second time") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 77);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 77);
   }
 
   // PostgreSQL releases one live lease held once through a fast path of its
@@ -59,8 +59,9 @@ TEST_SUITE("release") {
     TestEnv env;
     Acquired solo = env.acquire({"-r", "solo"});
     Acquired pair = env.acquire({"-r", "pair.a", "-r", "pair.b"});
-    CHECK_EXIT(env.clock({"release", "-r", "solo", "--owner", solo.owner}), 0);
-    CHECK_EXIT(env.clock({"release", "-r", "pair.a", "-r", "pair.b", "--owner", pair.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "solo", "--owner", solo.credential}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "pair.a", "-r", "pair.b", "--owner", pair.credential}),
+               0);
     CHECK(env.holders_of("solo").empty());
     CHECK(env.holders_of("pair").empty());
 
@@ -90,14 +91,14 @@ TEST_SUITE("release") {
   TEST_CASE("a release of a re-entered lock gives up one level and keeps the lock") {
     TestEnv env;
     Acquired first = env.acquire({"-r", "nest"});
-    Acquired again = env.acquire({"-r", "nest", "--owner", first.owner});
+    Acquired again = env.acquire({"-r", "nest", "--owner", first.credential});
     CHECK(again.token() == first.token());
-    CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.credential}), 0);
     auto holders = env.holders_of("nest");
     REQUIRE(holders.size() == 1);
     CHECK(holders[0]["depth"] == 1);
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "nest"}), 75);
-    CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.credential}), 0);
     CHECK(env.holders_of("nest").empty());
   }
 
@@ -106,7 +107,7 @@ TEST_SUITE("release") {
     Acquired holder = env.acquire({"-r", "lapsed", "--ttl", "1s"});
     // Expired: no longer a live holder, though its row is still there.
     REQUIRE(await([&] { return env.holders_of("lapsed").empty(); }, 10s, 50ms));
-    Result late = env.clock({"release", "-r", "lapsed", "--owner", holder.owner});
+    Result late = env.clock({"release", "-r", "lapsed", "--owner", holder.credential});
     CHECK_EXIT(late, 77);
     CHECK(late.err_lines().size() == 1);
     auto events = history_of(env, "lapsed");
@@ -128,7 +129,7 @@ TEST_SUITE("release") {
     Acquired next = env.acquire({"-n", "-r", "x"});
     CHECK(next.token() > holder.token());
     // The old holder's lease is gone: it is no longer the owner.
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 77);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 77);
 
     // History records who forced it.
     Result history = env.clock({"history", "x", "--format", "json"});
@@ -151,7 +152,7 @@ TEST_SUITE("release") {
   TEST_CASE("renew extends a held lease, keeping its token") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x", "--ttl", "30s"});
-    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.owner, "--ttl", "1h"}), 0);
+    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.credential, "--ttl", "1h"}), 0);
     auto holders = env.holders_of("x");
     REQUIRE(holders.size() == 1);
     CHECK(holders[0]["token"] == holder.token());
@@ -162,14 +163,14 @@ TEST_SUITE("release") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
     CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", random_uuid()}), 77);
-    CHECK_EXIT(env.clock({"renew", "-r", "y", "--owner", holder.owner}), 77);
+    CHECK_EXIT(env.clock({"renew", "-r", "y", "--owner", holder.credential}), 77);
   }
 
   TEST_CASE("renew of a lease that expired exits 77") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x", "--ttl", "1s"});
     REQUIRE(await([&] { return env.holders_of("x").empty(); }, 30s, 100ms));
-    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.owner}), 77);
+    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.credential}), 77);
   }
 
   TEST_CASE("renew of a lease that is gone exits 77 and records it as lost") {

@@ -35,6 +35,8 @@ TEST_SUITE("run") {
     std::getline(vars, owner);
     std::getline(vars, resource);
     std::getline(vars, token);
+    CHECK(owner.size() == 36 + 1 + 32);  // ID.SECRET
+    owner = id_of(owner);
     CHECK(is_uuid(owner));
     CHECK(resource == "x");
     auto holders = env.holders_of("x");

@@ -1,6 +1,7 @@
 // SQLite schema upgrades in place (sql/sqlite/migrations): a database left by
 // an older clock, with live leases and history, is migrated on first use and
 // keeps both. They run with CLOCK_TEST_BACKEND=sqlite only.
+#include <regex>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -51,9 +52,55 @@ INSERT INTO history (at, event, namespace, resource, owner, mode, token) VALUES
   (7, 'expired', 'dc-eu1', 'y', '11111111-2222-4333-8444-555555555555', 'exclusive', 4);
 )";
 
+// A lease of a version 4 database, live for an hour: no secret hash then.
+const char* const k_version_4_lease = R"(
+UPDATE counters SET value = 7 WHERE name = 'token';
+INSERT INTO leases VALUES ('', 'old.job', '11111111-2222-4333-8444-777777777777', 'exclusive', 0,
+  7, 1, 'r1', CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 3600000,
+  'oldhost', '127.0.0.1', 42, 'someone', 'job', 0);
+INSERT INTO history (at, event, namespace, resource, owner, mode, token) VALUES
+  (1, 'acquired', '', 'old.job', '11111111-2222-4333-8444-777777777777', 'exclusive', 7);
+)";
+
 }  // namespace
 
 TEST_SUITE("sqlite migrations") {
+  TEST_CASE("a live lease from before owner secrets is renewed and released by its id alone" *
+            only_on("sqlite")) {
+    TestEnv env;
+    fs::path db = database_file(env);
+    std::string migrations = std::string(CLOCK_TEST_SQL_DIR) + "/sqlite/migrations/";
+    REQUIRE_EXIT(env.shell("cat \"$M\"00[1-4]_*.sql | sqlite3 \"$DB\""
+                           " && sqlite3 \"$DB\" 'PRAGMA user_version = 4' \"$ROWS\"",
+                           {{"DB", db.string()}, {"M", migrations}, {"ROWS", k_version_4_lease}}),
+                 0);
+    const std::string id = "11111111-2222-4333-8444-777777777777";
+    auto holders = env.holders_of("old.job");  // the first use migrates
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["token"] == 7);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "old.job"}), 75);
+    CHECK_EXIT(env.clock({"renew", "-r", "old.job", "--owner", id}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "old.job", "--owner", id}), 0);
+    CHECK(env.holders_of("old.job").empty());
+
+    // A new lease keeps a hash, never the secret, and the history rebuild
+    // kept the run counts' trigger.
+    Acquired fresh = env.acquire({"-r", "old.job"});
+    const std::string secret = fresh.credential.substr(fresh.credential.find('.') + 1);
+    Result stored = env.shell(
+        "sqlite3 \"$DB\" 'SELECT secret_hash FROM leases'; "
+        "sqlite3 \"$DB\" .dump",
+        {{"DB", db.string()}});
+    REQUIRE_EXIT(stored, 0);
+    CHECK(std::regex_search(stored.out, std::regex("^[0-9a-f]{64}\n")));
+    CHECK(stored.out.find(secret) == std::string::npos);
+    CHECK_EXIT(env.clock({"release", "-r", "old.job", "--owner", fresh.owner}), 77);
+    CHECK(runs_total(env.clock({"status", "--format", "prometheus"}).out)["/old.job/acquired"] ==
+          2);
+  }
+
   TEST_CASE("a version 1 database upgrades in place, keeping live leases, history and ids" *
             only_on("sqlite")) {
     TestEnv env;

@@ -56,7 +56,7 @@ TEST_SUITE("status and gc") {
   TEST_CASE("status lists a waiter behind a holder") {
     TestEnv env;
     env.acquire({"-r", "x"});
-    std::string waiter_owner = random_uuid();
+    std::string waiter_owner = random_owner();
     auto waiter = env.spawn(env.clock_command({"acquire", "-r", "x", "--owner", waiter_owner}));
     nlohmann::json status;
     REQUIRE(await(
@@ -67,7 +67,7 @@ TEST_SUITE("status and gc") {
         30s));
     INFO(status.dump(2));
     CHECK(status["waiters"][0]["resource"] == "x");
-    CHECK(status["waiters"][0]["owner"] == waiter_owner);
+    CHECK(status["waiters"][0]["owner"] == id_of(waiter_owner));
   }
 
   TEST_CASE("status PREFIX lists the resource and its descendants only") {
@@ -97,7 +97,7 @@ TEST_SUITE("status and gc") {
     TestEnv env;
     Acquired a = env.acquire({"-r", "a"});
     Acquired x = env.acquire({"-r", "x"});
-    std::vector<std::string> waiter_owners = {random_uuid(), random_uuid()};
+    std::vector<std::string> waiter_owners = {random_owner(), random_owner()};
     std::vector<std::unique_ptr<Process>> waiters;
     for (std::size_t i = 0; i < waiter_owners.size(); ++i) {
       waiters.push_back(
@@ -131,8 +131,8 @@ TEST_SUITE("status and gc") {
     };
     row_has(1, "a", "held", a.owner);
     row_has(2, "x", "held", x.owner);
-    row_has(3, "x", "waiting #1", waiter_owners[0]);
-    row_has(4, "x", "waiting #2", waiter_owners[1]);
+    row_has(3, "x", "waiting #1", id_of(waiter_owners[0]));
+    row_has(4, "x", "waiting #2", id_of(waiter_owners[1]));
     // Columns line up: STATE starts at the same offset on every line.
     auto state_at = lines[0].find("STATE");
     for (std::size_t row = 1; row < lines.size(); ++row)
@@ -164,7 +164,7 @@ TEST_SUITE("status and gc") {
     CHECK_EXIT(expired, 1);
     CHECK(expired.out.find("expired") != std::string::npos);
 
-    CHECK_EXIT(env.clock({"release", "-r", "ldap.import", "--owner", held.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "ldap.import", "--owner", held.credential}), 0);
     CHECK_EXIT(env.clock({"status", "ldap"}), 1);
   }
 
@@ -197,7 +197,7 @@ TEST_SUITE("status and gc") {
     CHECK_EXIT(env.clock({"run", "--max-runtime", "200ms", "-r", "k", "--", "sleep", "30"}), 124);
     Acquired lapsing = env.acquire({"-r", "d", "--ttl", "1s"});
     REQUIRE(await([&] { return env.holders_of("d").empty(); }, 30s, 100ms));
-    CHECK_EXIT(env.clock({"renew", "-r", "d", "--owner", lapsing.owner}), 77);
+    CHECK_EXIT(env.clock({"renew", "-r", "d", "--owner", lapsing.credential}), 77);
     CHECK_EXIT(env.clock({"run", "--namespace", "dc-eu1", "-r", "x", "--", "true"}), 0);
 
     const std::map<std::string, long long> expected = {
@@ -232,7 +232,7 @@ TEST_SUITE("status and gc") {
   TEST_CASE("history records grants and releases") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
-    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
     Result history = env.clock({"history", "x"});
     CHECK_EXIT(history, 0);
     CHECK(history.out.find("acquired") != std::string::npos);

@@ -64,3 +64,23 @@ TEST_CASE("a cycle is worded from the requester back to the requester") {
         "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb -> x -> owner "
         "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa (web1)");
 }
+
+TEST_CASE("a release is attributed to who asked unless it comes from the holder's process tree") {
+  lock::OwnerInfo holder{.host = "web1", .ip = "", .pid = 42, .user = "deploy", .command = ""};
+  Caller child{"deploy", "web1", 77, {77, 50, 42, 7}};
+  Caller stranger{"app", "web1", 78, {78, 51, 7}};
+  Caller elsewhere{"deploy", "web2", 77, {77, 50, 42, 7}};
+  CHECK(by_of(child, holder).empty());
+  CHECK(by_of(stranger, holder) == "app@web1 pid 78");
+  CHECK(by_of(elsewhere, holder) == "deploy@web2 pid 77");
+}
+
+TEST_CASE("a refusal for want of the secret names the owner and says what proves it") {
+  auto owner = lock::OwnerId::parse("aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa");
+  auto error = refusal_error(Operation::release, {Refusal::not_proven, resource("x")}, owner);
+  CHECK(error.code() == ExitCode::not_owner);
+  std::string text = error.what();
+  CHECK(text.find("x is held by owner aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa, but this caller did "
+                  "not prove it is that owner") == 0);
+  CHECK(text.find("clock acquire --format shell") != std::string::npos);
+}

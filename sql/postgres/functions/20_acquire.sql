@@ -390,7 +390,7 @@ CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
-  p_record_refusal boolean, p_once_per_ms bigint, p_secret text, p_by text)
+  p_record_refusal boolean, p_secret text, p_by text, p_once_per_ms bigint DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

@@ -106,7 +106,8 @@ END $$;
 -- --once-per request takes before it looks.
 CREATE OR REPLACE FUNCTION @schema@.release(p_namespace text, p_resources text[], p_owner uuid,
                                             p_secret text, p_by text, p_host text,
-                                            p_lineage bigint[], p_succeeded boolean)
+                                            p_lineage bigint[],
+                                            p_succeeded boolean DEFAULT false)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

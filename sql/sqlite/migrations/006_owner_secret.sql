@@ -11,8 +11,9 @@
 -- history also holds 'refused': a renew, release or re-entry refused for
 -- want of the secret, with the holder's lease and, in `by`, who asked. SQLite
 -- cannot change a CHECK constraint in place, so history is rebuilt as in 003:
--- rows, ids, the AUTOINCREMENT high-water mark, indexes and the run-count
--- trigger of 004 are kept, inside the migration's IMMEDIATE transaction;
+-- rows, ids, the AUTOINCREMENT high-water mark, indexes, the run-count
+-- trigger of 004 and the done_by column of 005 are kept, inside the
+-- migration's IMMEDIATE transaction;
 -- live leases stay held across the upgrade.
 ALTER TABLE leases ADD COLUMN secret_hash TEXT;
 
@@ -38,13 +39,14 @@ CREATE TABLE history_new (
                                                 -- tree: "user@host pid N"
   in_the_way_owner TEXT,                     -- skipped, timed_out: who held or awaited it
   in_the_way_host  TEXT,
-  in_the_way_token INTEGER                   -- NULL for a queue entry
+  in_the_way_token INTEGER,                  -- NULL for a queue entry
+  done_by_started_at INTEGER                 -- skipped under --once-per: the run's start (005)
 );
 INSERT INTO history_new (id, at, event, namespace, resource, owner, mode, token, held_ms, host,
                          ip, pid, user, command, by, in_the_way_owner, in_the_way_host,
-                         in_the_way_token)
+                         in_the_way_token, done_by_started_at)
   SELECT id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip, pid, user,
-         command, by, in_the_way_owner, in_the_way_host, in_the_way_token
+         command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at
   FROM history ORDER BY id;
 -- Keep the high-water mark, so ids freed by gc are never handed out again.
 DELETE FROM sqlite_sequence WHERE name = 'history_new';

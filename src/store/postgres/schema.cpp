@@ -42,13 +42,13 @@ const Replaced k_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean, bigint, text, text)",
+      "text, text, timestamptz, boolean, text, text, bigint)",
       "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)"}},
     // --once-per (migration 009), the owner's secret and who asks (010).
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz, boolean)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean, bigint, text, text)"}},
+      "text, text, timestamptz, boolean, text, text, bigint)"}},
     {"renew(text, text[], uuid, bigint[], bigint)",
      {"renew(text, text[], uuid, bigint[], bigint, text, text)"}},
     {"release(text, text[], uuid)",

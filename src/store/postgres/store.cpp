@@ -209,16 +209,16 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     reply = pg::parse_acquire(m_impl->call(
         "acquire", "try_acquire",
         "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
-        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15, $16::bigint, $17,"
-        " $18",
+        " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15, $16, $17,"
+        " $18::bigint",
         {request.ns, text_array(request.resources), std::string(lock::to_string(request.mode)),
          std::to_string(request.slots), request.owner.str(), std::to_string(request.ttl.count()),
          request_id, boolean(queue), request.info.host, request.info.ip,
          std::to_string(request.info.pid), request.info.user, request.info.command,
-         microseconds_of(request.info.started), boolean(request.record_refusal),
-         request.once_per ? std::optional(std::to_string(request.once_per->count())) : std::nullopt,
-         request.secret,
-         describe(Caller{request.info.user, request.info.host, request.info.pid, {}})},
+         microseconds_of(request.info.started), boolean(request.record_refusal), request.secret,
+         describe(Caller{request.info.user, request.info.host, request.info.pid, {}}),
+         request.once_per ? std::optional(std::to_string(request.once_per->count()))
+                          : std::nullopt},
         pg::Retry::if_broken));
   } catch (const pg::HierarchyBusy&) {
     // Another program holds these resources' hierarchy in an open

@@ -1,0 +1,151 @@
+// The owner's secret (SPEC §1 Owner, §5): the owner id is public, renewing,
+// releasing and re-entering need the secret, which only CLOCK_OWNER (from
+// `acquire --format shell` or `clock run`) carries; a refused attempt is
+// recorded in history with who asked, and so is any release from outside the
+// holder's process tree.
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include "harness.hpp"
+#include "owner_secret_scenario.hpp"
+
+using namespace clk::test;
+using nlohmann::json;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string secret_of(const Acquired& acquired) {
+  return acquired.credential.substr(acquired.credential.find('.') + 1);
+}
+
+json events_of(const TestEnv& env, const std::vector<std::string>& args) {
+  std::vector<std::string> full = {"history", "--format", "json"};
+  full.insert(full.end(), args.begin(), args.end());
+  Result history = env.clock(full);
+  INFO(history.describe());
+  REQUIRE(history.status == 0);
+  return json::parse(history.out)["events"];
+}
+
+}  // namespace
+
+TEST_SUITE("owner secret") {
+  TEST_CASE("the owner id alone, or a wrong secret, cannot renew, release or re-enter: 77") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "x"});
+    REQUIRE(secret_of(holder).size() == 32);
+    const std::string wrong = holder.owner + ".ffffffffffffffffffffffffffffffff";
+    const std::string expected =
+        "x is held by owner " + holder.owner + ", but this caller did not prove it is that owner";
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"release", "-r", "x", "--owner", holder.owner},
+             {"renew", "-r", "x", "--owner", holder.owner},
+             {"release", "-r", "x", "--owner", wrong},
+             {"renew", "-r", "x", "--owner", wrong},
+             {"acquire", "-n", "-r", "x", "--owner", wrong},
+         }) {
+      Result refused = env.clock(args);
+      INFO(refused.describe());
+      CHECK(refused.status == 77);
+      REQUIRE(refused.err_lines().size() == 1);
+      CHECK(contains(refused.err, expected));
+    }
+    CHECK_EXIT(env.clock({"release", "-r", "x"}, {{"CLOCK_OWNER", holder.owner}}), 77);
+
+    // Nothing changed but history: the lease is held, unextended, same token.
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["token"] == holder.token());
+    auto refused = events_of(env, {"--event", "refused"});
+    INFO(refused.dump(2));
+    CHECK(refused.size() == 6);
+    for (const auto& event : refused) {
+      CHECK(event["owner"] == holder.owner);
+      CHECK(event["token"] == holder.token());
+      CHECK(contains(event["by"].get<std::string>(), "@" + host_name() + " pid "));
+    }
+
+    // The secret proves it: re-entry, renewal and release work.
+    CHECK(env.acquire({"-n", "-r", "x", "--owner", holder.credential}).token() == holder.token());
+    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.credential}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x"}, {{"CLOCK_OWNER", holder.credential}}), 0);
+    CHECK(env.holders_of("x").empty());
+  }
+
+  TEST_CASE("an owner id without its secret cannot acquire, and a malformed secret is a 64") {
+    TestEnv env;
+    Result bare = env.clock({"acquire", "-n", "-r", "x", "--owner", random_uuid()});
+    CHECK_EXIT(bare, 64);
+    CHECK(contains(bare.err, "without its secret"));
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x", "--owner", random_uuid() + ".xyz"}), 64);
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "x", "--", "true"}, {{"CLOCK_OWNER", random_uuid()}}),
+               64);
+    CHECK(env.holders_of("x").empty());
+  }
+
+  TEST_CASE("only acquire --format shell and clock run's child see the secret") {
+    TestEnv env;
+    Result shell = env.clock({"acquire", "--format", "shell", "-r", "x"});
+    REQUIRE_EXIT(shell, 0);
+    Acquired holder = parse_acquired_shell(shell.out);
+    const std::string secret = secret_of(holder);
+    Result text = env.clock({"acquire", "-n", "-r", "x", "--owner", holder.credential});
+    Result as_json =
+        env.clock({"acquire", "-n", "-r", "x", "--owner", holder.credential, "--format", "json"});
+    REQUIRE_EXIT(text, 0);
+    REQUIRE_EXIT(as_json, 0);
+    CHECK(json::parse(as_json.out)["owner"] == holder.owner);
+    Result verbose = env.clock(
+        {"-v", "run", "-r", "y", "--", "sh", "-c", "echo \"$CLOCK_OWNER\" > \"$T_DIR/child\""});
+    REQUIRE_EXIT(verbose, 0);
+    const std::string child = read_file(env.path("child"));
+    const std::string child_secret = child.substr(37, 32);
+    for (const Result& shown :
+         {text, as_json, verbose, env.clock({"status", "--format", "json"}),
+          env.clock({"history", "--format", "json"}), env.clock({"status"}), env.clock({"history"}),
+          env.clock({"status", "--format", "prometheus"})}) {
+      CHECK_FALSE(contains(shown.out + shown.err, secret));
+      CHECK_FALSE(contains(shown.out + shown.err, child_secret));
+    }
+  }
+
+  TEST_CASE("a release from outside the holder's process tree is recorded with who asked") {
+    TestEnv env;
+    // Held by the shell that ran acquire: the test process is not in its tree.
+    Result outside = env.shell("\"$T_CLOCK\" acquire --format shell -r x");
+    REQUIRE_EXIT(outside, 0);
+    Acquired held = parse_acquired_shell(outside.out);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", held.credential}), 0);
+    // Acquired and released by one script: its own tree, nobody else named.
+    REQUIRE_EXIT(env.shell("eval \"$(\"$T_CLOCK\" acquire --format shell -r y)\" && "
+                           "exec \"$T_CLOCK\" release -r y"),
+                 0);
+    auto x = events_of(env, {"x", "--event", "released"});
+    auto y = events_of(env, {"y", "--event", "released"});
+    REQUIRE(x.size() == 1);
+    REQUIRE(y.size() == 1);
+    CHECK(contains(x[0]["by"].get<std::string>(), "@" + host_name() + " pid "));
+    CHECK(y[0]["by"].is_null());
+    CHECK(contains(env.clock({"history", "x"}).out, " by "));
+  }
+
+  TEST_CASE("another user of the same SQLite file sees the holder but cannot take its lease" *
+            doctest::skip(geteuid() != 0 || backend_name() != "sqlite")) {
+    TestEnv env;
+    // Root's `clock run` creates the database; the other user may write it
+    // (and its -wal and -shm) as a group sharing it would.
+    REQUIRE_EXIT(env.clock({"status"}), 1);
+    fs::permissions(env.dir(), fs::perms::all, fs::perm_options::replace);
+    for (const auto& entry : fs::directory_iterator(env.dir())) {
+      if (entry.path().filename().string().rfind("clock.db", 0) == 0)
+        fs::permissions(entry.path(), fs::perms::all, fs::perm_options::replace);
+    }
+    intruder_cannot_take_the_lease(env, {}, Intruder{61003, "", {}}, 0);
+  }
+}
