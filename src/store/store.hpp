@@ -125,6 +125,11 @@ struct ReleaseRequest {
   // clock run's command exited 0 and the lease ends here: the run is the
   // last success of each resource (what --once-per looks for).
   bool succeeded = false;
+  // What the owner holds, when it knows (clock run): the token and re-entry
+  // depth of each resource, in order. A release whose reply was lost is then
+  // looked up and sent again only if it did not take effect (SPEC §5).
+  std::vector<lock::Token> tokens;
+  std::vector<int> depths;
 };
 
 struct Released {
@@ -271,6 +276,13 @@ class Store {
   // the way are removed and recorded as expired. Throws the refusal_error of
   // slots_mismatch or upgrade for a request the lock model refuses.
   virtual Attempt try_acquire(const LockRequest& request, bool queue) = 0;
+
+  // The instant by which the acquire calls that follow must have answered,
+  // whatever trouble the backend is in (each is abandoned then and throws
+  // unavailable). Set by the acquire loop from -w/-n; none by default.
+  virtual void set_acquire_deadline(std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+  }
 
   // Removes this request's wait-queue entries (after a timeout or interrupt).
   virtual void leave_queue(const LockRequest& request) = 0;
