@@ -254,6 +254,11 @@ class Store {
 
   // Creates or migrates the schema (clock init). Commands call it lazily.
   virtual void migrate() = 0;
+
+  // What an operator should know about how the database is set up (clock
+  // init and clock status -v print each as a warning): one line each, none
+  // when all is well or when the backend cannot tell. Never throws.
+  virtual std::vector<std::string> setup_warnings() = 0;
 };
 
 }  // namespace clk::store

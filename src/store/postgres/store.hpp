@@ -59,6 +59,8 @@ class PostgresStore final : public Store {
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
   void migrate() override;
+  // The server streams to asynchronous standbys only (replication.hpp).
+  std::vector<std::string> setup_warnings() override;
 
  private:
   class Impl;
