@@ -74,11 +74,18 @@ void record_killed(store::Store& store, const store::LockRequest& request) {
   }
 }
 
-int release_after_run(store::Store& store, const LockPlan& plan, const run::RunEnd& end) {
+int release_after_run(store::Store& store, const LockPlan& plan,
+                      const std::vector<store::Grant>& grants, const run::RunEnd& end) {
   store::ReleaseRequest release;
   release.ns = plan.request.ns;
   release.resources = plan.request.resources;
   release.owner = plan.request.owner;
+  // What it holds, so that a release whose reply a failover lost is looked
+  // up and sent again rather than left to expire (store.hpp).
+  for (const auto& grant : grants) {
+    release.tokens.push_back(grant.token);
+    release.depths.push_back(grant.depth);
+  }
   try {
     store.release(release);
   } catch (const Error& error) {
@@ -208,7 +215,7 @@ Action register_run(CLI::App& app) {
     // Recorded before the release, while the lease is still held.
     run.on_out_of_time = [&] { record_killed(*store, plan.request); };
     return run::supervise(run, guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
-      return release_after_run(*store, plan, end);
+      return release_after_run(*store, plan, acquired.grants, end);
     });
   };
 }

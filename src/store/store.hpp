@@ -83,6 +83,11 @@ struct ReleaseRequest {
   std::optional<lock::OwnerId> owner;  // required unless `force`
   bool force = false;
   std::string forced_by;  // "user@host", recorded in history for a forced release
+  // What the owner holds, when it knows (clock run): the token and re-entry
+  // depth of each resource, in order. A release whose reply was lost is then
+  // looked up and sent again only if it did not take effect (SPEC §5).
+  std::vector<lock::Token> tokens;
+  std::vector<int> depths;
 };
 
 struct Released {
@@ -212,6 +217,13 @@ class Store {
   // the way are removed and recorded as expired. Throws the refusal_error of
   // slots_mismatch or upgrade for a request the lock model refuses.
   virtual Attempt try_acquire(const LockRequest& request, bool queue) = 0;
+
+  // The instant by which the acquire calls that follow must have answered,
+  // whatever trouble the backend is in (each is abandoned then and throws
+  // unavailable). Set by the acquire loop from -w/-n; none by default.
+  virtual void set_acquire_deadline(std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+  }
 
   // Removes this request's wait-queue entries (after a timeout or interrupt).
   virtual void leave_queue(const LockRequest& request) = 0;

@@ -2,10 +2,12 @@
 #include "store/waiting.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
+#include "util/backoff.hpp"
 #include "util/duration.hpp"
 
 namespace clk::store {
@@ -48,6 +50,73 @@ void record_timed_out(Store& store, const LockRequest& request, const Attempt& a
   }
 }
 
+// Leaving the queue after the wait is over. A failure leaves an entry that
+// expires within its lifetime (waiter_lifetime): a warning, not the outcome.
+void leave_queue(Store& store, const LockRequest& request) {
+  try {
+    store.leave_queue(request);
+  } catch (const Error& error) {
+    if (error.code() != ExitCode::unavailable)
+      throw;
+    spdlog::warn("could not leave the wait queue (the entry expires by itself): {}", error.what());
+  }
+}
+
+// The backend's trouble so far in one acquire.
+struct Trouble {
+  util::Backoff backoff;
+  steady_clock::time_point since{};  // none: the last attempt answered
+  bool warned = false;
+};
+
+// One attempt; an unavailable backend is retried with back-off until
+// `patience`, then its error is thrown with how long it was tried. Returns
+// nullopt after a failed try and the back-off (the caller tries again).
+std::optional<Attempt> attempt_through_trouble(Store& store, const LockRequest& request, bool queue,
+                                               steady_clock::time_point patience,
+                                               steady_clock::time_point start, Trouble& trouble,
+                                               const std::function<bool()>& interrupted) {
+  auto& [backoff, trouble_since, warned] = trouble;
+  try {
+    Attempt attempt = store.try_acquire(request, queue);
+    backoff.reset();
+    trouble_since = {};
+    warned = false;
+    return attempt;
+  } catch (const Error& error) {
+    if (error.code() != ExitCode::unavailable)
+      throw;
+    auto now = steady_clock::now();
+    if (trouble_since == steady_clock::time_point{})
+      trouble_since = now;
+    auto delay = backoff.next();
+    if (now + delay >= patience) {
+      backoff.reset();
+      trouble_since = {};
+      warned = false;
+      auto tried = duration_cast<milliseconds>(now - start);
+      throw Error(ExitCode::unavailable, std::string(error.what()) + " (gave up after trying for " +
+                                             util::format_duration(tried) + ")");
+    }
+    // Said once the trouble lasts, so cron mails a long outage but not a blip.
+    if (!warned && now - trouble_since >= seconds(10)) {
+      spdlog::warn("{}; still trying", error.what());
+      warned = true;
+    } else {
+      spdlog::info("{}; trying again in {}", error.what(), util::format_duration(delay));
+    }
+    auto until = now + delay;
+    while (steady_clock::now() < until) {
+      if (interrupted && interrupted()) {
+        throw Error(ExitCode::not_acquired, "interrupted while waiting; not acquired");
+      }
+      std::this_thread::sleep_for(
+          std::min<steady_clock::duration>(until - steady_clock::now(), milliseconds(100)));
+    }
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& policy,
@@ -57,6 +126,11 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
                         : policy.max_wait ? start + *policy.max_wait
                                           : steady_clock::time_point::max();
   const bool queue = !policy.nonblock;
+  // Server trouble is waited out until the wait's deadline; -n, which never
+  // waits for the lock, gives it a few seconds.
+  const auto patience = policy.nonblock ? start + k_nonblock_patience : deadline;
+  store.set_acquire_deadline(patience);
+  Trouble trouble;
   // Waiters re-attempt often enough to keep their queue entry alive.
   const auto refresh = waiter_lifetime(request.ttl) / 4;
   struct Finish {
@@ -68,7 +142,11 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   } finish{observer};
   for (;;) {
     auto attempt_start = steady_clock::now();
-    Attempt attempt = store.try_acquire(request, queue);
+    std::optional<Attempt> tried =
+        attempt_through_trouble(store, request, queue, patience, start, trouble, interrupted);
+    if (!tried)
+      continue;
+    Attempt attempt = std::move(*tried);
     if (attempt.outcome == Outcome::granted)
       return {std::move(attempt.grants), attempt_start};
     if (attempt.outcome == Outcome::deadlock) {
@@ -79,7 +157,7 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
     auto waited = duration_cast<milliseconds>(now - start);
     if (now >= deadline) {
       if (queue) {
-        store.leave_queue(request);
+        leave_queue(store, request);
         if (request.record_refusal)
           record_timed_out(store, request, attempt);
       }
@@ -95,7 +173,7 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
                            observer ? observer->next_report() : steady_clock::time_point::max()});
     store.wait_for_change(until);
     if (interrupted && interrupted()) {
-      store.leave_queue(request);
+      leave_queue(store, request);
       throw Error(ExitCode::not_acquired, "interrupted while waiting; not acquired");
     }
   }

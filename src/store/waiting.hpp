@@ -35,7 +35,15 @@ struct Acquired {
   std::chrono::steady_clock::time_point attempt_start;
 };
 
-// Returns the grants. Throws clk::Error: not_acquired (75)
+// How long -n keeps trying through server trouble (a full, starting or
+// restarting server, a connection lost): the lock was never asked, so the
+// answer may come late, but not much later than the connect timeout.
+inline constexpr milliseconds k_nonblock_patience{5'000};
+
+// Returns the grants. A backend that is unavailable (a full, restarting or
+// read-only server, a lost connection) is retried with jittered back-off
+// until the -w deadline (forever by default; k_nonblock_patience with -n),
+// then its last error is thrown (unavailable, 69). Throws clk::Error: not_acquired (75)
 // naming the holder when -n fails or the wait times out, deadlock (76) naming
 // the cycle. `interrupted` is polled between attempts; when it returns true
 // the request leaves the queue and Error(not_acquired) is thrown.

@@ -489,7 +489,7 @@ TEST_SUITE("postgres") {
     }
   }
 
-  TEST_CASE("a server that accepts connections but never answers exits 69 within the timeout" *
+  TEST_CASE("a server that accepts connections but never answers: -n exits 69 within the timeout" *
             ::clk::test::only_on("postgres")) {
     TestEnv env;
     // A listening socket nobody accepts on: the kernel completes the TCP
@@ -505,9 +505,9 @@ TEST_SUITE("postgres") {
     REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
     const std::string port = std::to_string(ntohs(address.sin_port));
 
-    Result result = env.clock(
-        {"--database", "postgresql://clock:secret@127.0.0.1:" + port + "/x", "acquire", "-r", "a"},
-        {}, 60s);
+    Result result = env.clock({"--database", "postgresql://clock:secret@127.0.0.1:" + port + "/x",
+                               "acquire", "-n", "-r", "a"},
+                              {}, 60s);
     close(listener);
     MESSAGE("gave up on a silent server after " << result.seconds << " s");
     CHECK_EXIT(result, 69);

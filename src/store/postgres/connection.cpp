@@ -3,7 +3,9 @@
 // clk::Error where they are understood.
 #include "store/postgres/connection.hpp"
 
+#include <algorithm>
 #include <initializer_list>
+#include <optional>
 #include <thread>
 
 #include <pqxx/pqxx>
@@ -12,6 +14,8 @@
 #include "error.hpp"
 #include "store/postgres/conninfo.hpp"
 #include "store/postgres/test_fault.hpp"
+#include "util/backoff.hpp"
+#include "util/duration.hpp"
 #include "util/password.hpp"
 
 namespace clk::store::postgres {
@@ -98,6 +102,75 @@ std::string without_quotes(const std::string& text) {
   return out;
 }
 
+// Thrown inside this file for a failure that a retry may overcome; guarded()
+// retries it until the deadline, then throws it as clk::Error(unavailable).
+class Trouble : public Error {
+ public:
+  using Error::Error;
+};
+
+// Until a caller sets a deadline: a one-shot command's patience.
+constexpr seconds k_default_patience{10};
+// Trouble that lasts this long is logged (once per call) as a warning.
+constexpr seconds k_warn_after{5};
+
+// The kinds of server trouble, each worded for what the operator can change.
+enum class Kind { full, starting, read_only, down };
+
+std::optional<Kind> trouble_of_state(const std::string& state) {
+  if (state == "53300")
+    return Kind::full;
+  if (state == "57P03")
+    return Kind::starting;
+  if (state == "57P01" || state == "57P02")
+    return Kind::down;
+  if (state == "25006")
+    return Kind::read_only;
+  return std::nullopt;
+}
+
+// libpq reports a refused login as text only (no SQLSTATE before the session
+// exists): recognised by the server's messages, which are the same words in
+// every release this supports.
+std::optional<Kind> trouble_in(const std::string& reason) {
+  if (contains_any(reason,
+                   {"too many clients", "remaining connection slots are reserved",
+                    "too many connections for", "no more connections allowed", "sorry, too many"}))
+    return Kind::full;
+  if (contains_any(reason, {"is starting up", "is shutting down", "not yet accepting connections",
+                            "is in recovery mode", "not accepting connections"}))
+    return Kind::starting;
+  if (contains_any(reason, {"session is read-only", "read-only transaction",
+                            "could not make a writable connection", "is in hot standby mode",
+                            "server is in hot standby"}))
+    return Kind::read_only;
+  if (contains_any(reason, {"Connection refused", "No such file or directory",
+                            "server closed the connection", "Connection reset", "timeout expired",
+                            "terminating connection", "cannot connect to server",
+                            "server login has been failing", "could not receive data",
+                            "could not send data", "no connection to the server"}))
+    return Kind::down;
+  return std::nullopt;
+}
+
+std::string in_trouble(Kind kind, const std::string& target, const std::string& reason) {
+  switch (kind) {
+    case Kind::full:
+      return "PostgreSQL at " + target + " is full (" + reason +
+             "): raise max_connections or the role's CONNECTION LIMIT, or put pgbouncer in front";
+    case Kind::starting:
+      return "PostgreSQL at " + target + " is starting up or shutting down (" + reason + ")";
+    case Kind::read_only:
+      return "PostgreSQL at " + target + " is read-only (" + reason +
+             "): a standby, or a failover under way; list every host in the URL with "
+             "target_session_attrs=read-write";
+    case Kind::down:
+      break;
+  }
+  return "cannot connect to PostgreSQL at " + target + ": " + reason +
+         "; check that the server is up and reachable";
+}
+
 }  // namespace
 
 struct Connection::Session {
@@ -110,8 +183,10 @@ struct Connection::Session {
 
 Connection::Connection(std::string url, milliseconds connect_timeout)
     : m_url(std::move(url)),
-      m_conninfo(with_defaults(m_url, connect_timeout)),
-      m_target(describe_target(m_url)) {}
+      m_connect_timeout(connect_timeout),
+      m_target(describe_target(m_url)),
+      m_retry_until(steady_clock::now() + k_default_patience),
+      m_timer(std::make_unique<StatementTimer>()) {}
 
 Connection::~Connection() = default;
 
@@ -120,15 +195,37 @@ void Connection::drop() noexcept {
 }
 
 void Connection::open() {
-  session();
+  try {
+    session();
+  } catch (const Trouble& trouble) {
+    throw Error(ExitCode::unavailable, trouble.what());
+  }
+}
+
+void Connection::set_deadline(steady_clock::time_point retry_until,
+                              steady_clock::time_point answer_by) {
+  m_retry_until = retry_until;
+  m_answer_by = answer_by;
+}
+
+steady_clock::time_point Connection::statement_deadline() const {
+  auto now = steady_clock::now();
+  return now +
+         std::min<steady_clock::duration>(m_statement_limit, std::max(m_answer_by, now) - now);
 }
 
 Connection::Session& Connection::session() {
   if (m_session && m_session->conn.is_open())
     return *m_session;
   m_session.reset();
+  // The connect timeout, shortened to what is left of the caller's time
+  // (libpq counts whole seconds, at least 2), so a server that does not
+  // answer cannot make a call overrun its deadline by more than that.
+  auto left = duration_cast<milliseconds>(statement_deadline() - steady_clock::now());
+  auto timeout = m_connect_timeout.count() > 0 ? std::min(m_connect_timeout, left) : left;
   try {
-    m_session = std::make_unique<Session>(m_conninfo);
+    m_session =
+        std::make_unique<Session>(with_defaults(m_url, std::max(timeout, milliseconds(1'000))));
     return *m_session;
   } catch (const std::exception& e) {
     std::string reason = one_line(e.what());
@@ -144,54 +241,74 @@ Connection::Session& Connection::session() {
                                         util::mask_passwords(m_url, util::Words::until_keyword) +
                                         "': " + reason);
     }
+    if (auto kind = trouble_in(reason))
+      throw Trouble(ExitCode::unavailable, in_trouble(*kind, m_target, reason));
     if (contains_any(reason, {"authentication failed", "pg_hba.conf", "does not exist",
                               "no password supplied", "permission denied", "SSL", "certificate"})) {
       throw Error(ExitCode::config, "PostgreSQL at " + m_target + " refused the connection: " +
                                         reason + "; check the database URL and credentials");
     }
-    throw Error(ExitCode::unavailable, "cannot connect to PostgreSQL at " + m_target + ": " +
-                                           reason + "; check that the server is up and reachable");
+    throw Trouble(ExitCode::unavailable, in_trouble(Kind::down, m_target, reason));
   }
 }
 
+// One try of body(Session&), translating libpqxx's exceptions: Trouble for
+// what a retry may overcome, clk::Error for the rest.
 template <typename Body>
-auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
-  const std::string op(what);
-  auto lost = [&](const std::exception& e) {
-    return Error(ExitCode::unavailable, "lost the connection to PostgreSQL at " + m_target +
-                                            " during " + op + " (" + one_line(e.what()) +
-                                            "); whether it took effect is unknown: retry, or look "
-                                            "with 'clock status'");
+auto Connection::attempt(const std::string& op, Retry retry, Body& body, int& rollbacks) {
+  auto lost = [&](const std::exception& e, bool timed_out) {
+    std::string why =
+        timed_out ? "no answer within " +
+                        util::format_duration(duration_cast<milliseconds>(k_statement_limit)) +
+                        " or the caller's deadline; a pooler such as pgbouncer "
+                        "may be waiting for a server that is down"
+                  : one_line(e.what());
+    return "lost the connection to PostgreSQL at " + m_target + " during " + op + " (" + why + ")";
   };
-  for (int attempt = 1;; ++attempt) {
+  for (;;) {
     Session& s = session();
+    ArmedTimer timer(*m_timer, s.conn.sock(), statement_deadline());
     try {
+      if (test_fault::drop_request(op)) {
+        // Test builds only: the connection breaks before the statement is sent.
+        spdlog::warn("test fault: dropping the connection before {}", op);
+        s.conn.disconnect();
+        throw pqxx::broken_connection("test fault: connection dropped before " + op);
+      }
       auto result = body(s);
-      if (attempt == 1 && test_fault::drop_reply(op)) {
+      timer.disarm();
+      if (test_fault::drop_reply(op)) {
         // Test builds only: the statement has committed; lose its reply.
         spdlog::warn("test fault: dropping the connection after {} committed", op);
         s.conn.disconnect();
         throw pqxx::broken_connection("test fault: connection dropped after " + op);
       }
       return result;
-    } catch (const pqxx::statement_completion_unknown& e) {
-      drop();
-      throw lost(e);
     } catch (const pqxx::broken_connection& e) {
+      bool timed_out = timer.disarm();
       drop();
-      if (retry == Retry::if_broken && attempt == 1) {
-        spdlog::info("lost the connection to PostgreSQL during {}; retrying on a new one", op);
-        continue;
-      }
-      throw lost(e);
+      if (retry == Retry::if_broken)
+        throw Trouble(ExitCode::unavailable, lost(e, timed_out));
+      throw OutcomeUnknown(
+          ExitCode::unavailable,
+          lost(e, timed_out) + "; whether it took effect is unknown: look with 'clock status'");
+    } catch (const pqxx::statement_completion_unknown& e) {
+      bool timed_out = timer.disarm();
+      drop();
+      if (retry == Retry::if_broken)
+        throw Trouble(ExitCode::unavailable, lost(e, timed_out));
+      throw OutcomeUnknown(
+          ExitCode::unavailable,
+          lost(e, timed_out) + "; whether it took effect is unknown: look with 'clock status'");
     } catch (const pqxx::transaction_rollback& e) {
       // A deadlock with another program's transaction, or a serialization
       // failure under its isolation level: rolled back, nothing took effect.
-      if (attempt < 3)
+      if (++rollbacks < 3)
         continue;
       throw Error(ExitCode::unavailable, "PostgreSQL rolled back " + op + " three times (" +
                                              server_message(e.what()) + "); retry later");
     } catch (const pqxx::sql_error& e) {
+      timer.disarm();
       const std::string state = sqlstate_of(e);
       std::string reason = server_message(e.what());
       if (!s.conn.is_open())
@@ -210,15 +327,19 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
             op + " timed out waiting for another transaction on the same resources (" + reason +
                 "); retry");
       }
-      if (state == "25006") {
-        throw Error(ExitCode::unavailable,
-                    "PostgreSQL at " + m_target + " is a read-only standby (" + reason +
-                        "): list the primary in the URL or add target_session_attrs=read-write");
+      // The server answered with an error: the statement was rolled back,
+      // so it may be sent again whatever `retry` says.
+      std::optional<Kind> kind = trouble_of_state(state);
+      if (!kind)
+        kind = trouble_in(reason);
+      if (kind) {
+        drop();  // a standby stays one: the next connection may reach the primary
+        throw Trouble(ExitCode::unavailable, in_trouble(*kind, m_target, reason));
       }
-      if (state.starts_with("08") || state.starts_with("57P") || state.starts_with("53")) {
+      if (state.starts_with("08") || state.starts_with("53")) {
         drop();
-        throw Error(ExitCode::unavailable, "PostgreSQL at " + m_target + " failed during " + op +
-                                               ": " + reason + "; retry later");
+        throw Trouble(ExitCode::unavailable,
+                      "PostgreSQL at " + m_target + " failed during " + op + ": " + reason);
       }
       if (state == "42P01" || state == "42883" || state == "3F000") {
         throw Error(ExitCode::config,
@@ -226,6 +347,39 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
       }
       throw Error(ExitCode::internal, "PostgreSQL failed during " + op + ": " + reason);
     }
+  }
+}
+
+template <typename Body>
+auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
+  const std::string op(what);
+  const auto began = steady_clock::now();
+  util::Backoff backoff;
+  int rollbacks = 0;
+  bool warned = false;
+  for (;;) {
+    std::string trouble;  // why this attempt failed, when another may succeed
+    try {
+      return attempt(op, retry, body, rollbacks);
+    } catch (const Trouble& e) {
+      trouble = e.what();
+    }
+    auto now = steady_clock::now();
+    auto delay = backoff.next();
+    if (now + delay >= m_retry_until) {
+      auto tried = duration_cast<milliseconds>(now - began);
+      if (tried < milliseconds(1'000))
+        throw Error(ExitCode::unavailable, trouble);
+      throw Error(ExitCode::unavailable,
+                  trouble + " (gave up after trying for " + util::format_duration(tried) + ")");
+    }
+    if (!warned && now - began >= k_warn_after) {
+      spdlog::warn("{}; still trying", trouble);
+      warned = true;
+    } else {
+      spdlog::debug("{}; retrying {} in {}", trouble, op, util::format_duration(delay));
+    }
+    std::this_thread::sleep_for(delay);
   }
 }
 
@@ -311,6 +465,17 @@ std::optional<std::size_t> Connection::each_row(std::string_view what, const std
 }
 
 void Connection::run_migrations(const std::string& script) {
+  // A migration may wait for another process's (under the migration lock).
+  struct Restore {
+    Connection& conn;
+    steady_clock::time_point answer_by;
+    ~Restore() {
+      conn.m_answer_by = answer_by;
+      conn.m_statement_limit = k_statement_limit;
+    }
+  } restore{*this, m_answer_by};
+  m_answer_by = std::max(m_answer_by, steady_clock::now() + minutes(1));
+  m_statement_limit = minutes(1);
   try {
     guarded("the schema migration", Retry::never, [&](Session& s) {
       try {
@@ -339,6 +504,7 @@ void Connection::await(const std::string& channel, const std::string& wanted,
   try {
     Session& s = session();
     if (!s.listener) {
+      ArmedTimer timer(*m_timer, s.conn.sock(), std::min(until, statement_deadline()));
       s.listener = std::make_unique<ChangeListener>(s.conn, channel);
       // Through pgbouncer (transaction mode) the backend that ran LISTEN is
       // not ours: its pid differs from the one the pooler gave the client.

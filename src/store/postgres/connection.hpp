@@ -3,6 +3,14 @@
 // failures leave it as clk::Error: unavailable (69) for what a later call
 // may overcome, config (78) for what the configuration must fix, usage (64)
 // for arguments the SQL functions refuse, internal (70) for the rest.
+//
+// Server trouble is waited out, not fatal: a full server (53300: too many
+// clients, slots reserved, too many connections for the role), one starting
+// up or shutting down (57P03, 57P01), a read-only one (25006, or "session is
+// read-only" from target_session_attrs: a standby, a failover under way), a
+// refused or reset connection. A call retries them with jittered exponential
+// back-off (util/backoff.hpp) until the deadline set_deadline() gives, and no
+// statement outlives that deadline or k_statement_limit (statement_timer.hpp).
 #pragma once
 
 #include <chrono>
@@ -14,6 +22,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "store/postgres/statement_timer.hpp"
 
 namespace clk::store::postgres {
 
@@ -32,6 +41,18 @@ class HierarchyBusy : public clk::Error {
   using clk::Error::Error;
 };
 
+// A call sent with Retry::never lost its connection before the reply: it may
+// or may not have taken effect (the caller may look and send it again).
+class OutcomeUnknown : public clk::Error {
+ public:
+  using clk::Error::Error;
+};
+
+// The longest one statement may go unanswered before it is abandoned (its
+// connection dropped): every SQL function of clock answers within its
+// lock_timeout (5 s) unless the server, or the pooler before it, is in trouble.
+inline constexpr std::chrono::seconds k_statement_limit{10};
+
 // One row of a result, as text: nullptr for SQL NULL. Valid during the visit.
 class RowView {
  public:
@@ -48,6 +69,13 @@ class Connection {
 
   // Opens the connection unless it is open.
   void open();
+
+  // The calls that follow retry server trouble until `retry_until` (none
+  // starts after it; a call that cannot succeed before then throws
+  // unavailable at once), and every statement is abandoned at `answer_by`
+  // or after k_statement_limit, whichever is first.
+  void set_deadline(std::chrono::steady_clock::time_point retry_until,
+                    std::chrono::steady_clock::time_point answer_by);
 
   // Runs one statement with bound parameters (an unnamed statement, so it
   // works through pgbouncer in transaction mode) in its own implicit
@@ -95,13 +123,20 @@ class Connection {
   struct Session;
   Session& session();
   void drop() noexcept;
+  std::chrono::steady_clock::time_point statement_deadline() const;
   // Runs body(Session&), translating libpqxx's exceptions (defined in the .cpp).
   template <typename Body>
   auto guarded(std::string_view what, Retry retry, Body&& body);
+  template <typename Body>
+  auto attempt(const std::string& op, Retry retry, Body& body, int& rollbacks);
 
   std::string m_url;
-  std::string m_conninfo;  // m_url with clock's defaults
-  std::string m_target;    // "host:port" for messages
+  std::chrono::milliseconds m_connect_timeout;
+  std::string m_target;  // "host:port" for messages
+  std::chrono::steady_clock::time_point m_retry_until;
+  std::chrono::steady_clock::time_point m_answer_by = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::duration m_statement_limit = k_statement_limit;
+  std::unique_ptr<StatementTimer> m_timer;
   std::unique_ptr<Session> m_session;
 };
 

@@ -11,6 +11,7 @@
 #include <random>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
@@ -53,14 +54,36 @@ std::string boolean(bool value) {
   return value ? "true" : "false";
 }
 
+// How long each operation keeps trying through server trouble (a full,
+// starting, restarting or read-only server): an acquire is bounded by its
+// caller (-w, -n: waiting.cpp), the rest here. A renewal is short, since
+// clock run's heartbeat retries on its own schedule; a release is long, so
+// that a finished job's lease does not stay to expire after a failover;
+// leaving the queue and recording a missed run come after the caller's
+// deadline, which they must not stretch.
+constexpr seconds k_renew_patience{3};
+constexpr seconds k_release_patience{30};
+constexpr seconds k_after_deadline_patience{1};
+constexpr seconds k_command_patience{10};  // status, history, gc, init
+
 }  // namespace
 
 class PostgresStore::Impl {
  public:
+  // Connects on the first call, within that call's deadline.
   explicit Impl(const StoreOptions& options)
-      : m_schema(checked(options.pg_schema)), m_conn(options.url, options.connect_timeout) {
-    m_conn.open();
+      : m_schema(checked(options.pg_schema)), m_conn(options.url, options.connect_timeout) {}
+
+  // The calls that follow keep trying through trouble for `patience`.
+  void patience(steady_clock::duration patience) {
+    auto until = steady_clock::now() + patience;
+    m_conn.set_deadline(until, until);
   }
+
+  // An acquire attempt is tried once here (the acquire loop retries it, with
+  // the same request id) and must answer by the caller's deadline.
+  void acquire_deadline(steady_clock::time_point deadline) { m_acquire_deadline = deadline; }
+  void one_acquire_attempt() { m_conn.set_deadline(steady_clock::now(), m_acquire_deadline); }
 
   // One call of a schema function with bound parameters, as text. The first
   // call of a connection checks the schema version in the same round trip:
@@ -159,6 +182,7 @@ class PostgresStore::Impl {
   std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
   std::string m_owner;                                    // the waiting request's
   std::minstd_rand m_random{util::random_seed()};
+  steady_clock::time_point m_acquire_deadline = steady_clock::time_point::max();
 };
 
 PostgresStore::PostgresStore(const StoreOptions& options)
@@ -171,6 +195,7 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
   // Retried once after a dropped connection: the request id makes a grant
   // that did take effect come back unchanged instead of re-entering.
   pg::AcquireReply reply;
+  m_impl->one_acquire_attempt();
   try {
     reply = pg::parse_acquire(m_impl->call(
         "acquire", "try_acquire",
@@ -211,6 +236,7 @@ void PostgresStore::record_missed_run(const LockRequest& request, EventKind kind
     way = object.dump();
   }
   // Never retried: a record that did take effect must not be written twice.
+  m_impl->patience(k_after_deadline_patience);
   m_impl->call(
       "recording a run that did not happen", "record_missed_run",
       "$1, $2, $3::text[], $4::uuid, $5, $6, $7, $8, $9, $10, $11::jsonb",
@@ -224,9 +250,14 @@ void PostgresStore::leave_queue(const LockRequest& request) {
   std::optional<std::string> request_id;
   if (!request.request_id.empty())
     request_id = request.request_id;
+  m_impl->patience(k_after_deadline_patience);
   m_impl->call("leaving the queue", "leave_queue", "$1, $2::text[], $3::uuid, $4",
                {request.ns, text_array(request.resources), request.owner.str(), request_id},
                pg::Retry::if_broken);
+}
+
+void PostgresStore::set_acquire_deadline(steady_clock::time_point deadline) {
+  m_impl->acquire_deadline(deadline);
 }
 
 void PostgresStore::wait_for_change(steady_clock::time_point until) {
@@ -234,6 +265,7 @@ void PostgresStore::wait_for_change(steady_clock::time_point until) {
 }
 
 void PostgresStore::renew(const RenewRequest& request) {
+  m_impl->patience(k_renew_patience);
   auto lost = pg::parse_renew(
       m_impl->call("renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5",
                    {request.ns, text_array(request.resources), request.owner.str(),
@@ -262,6 +294,7 @@ bool PostgresStore::still_holds(const RenewRequest& held) {
 }
 
 std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
+  m_impl->patience(k_release_patience);
   std::vector<Refused> failures;
   pg::ReleaseReply reply;
   if (request.force) {
@@ -278,9 +311,7 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
     if (!request.owner) {
       throw Error(ExitCode::usage, "release needs the owner id: --owner or CLOCK_OWNER");
     }
-    reply = pg::parse_release(m_impl->call(
-        "release", "release", "$1, $2::text[], $3::uuid",
-        {request.ns, text_array(request.resources), request.owner->str()}, pg::Retry::never));
+    reply = release_once(request);
     failures = std::move(reply.refused);
   }
   if (!failures.empty())
@@ -288,7 +319,97 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
   return std::move(reply.released);
 }
 
+// Not simply sent again after a lost reply: a second release would undo
+// another re-entry. Where the caller says what it holds (tokens, depths), the
+// lease is looked up instead: a release that took effect is reported done, one
+// that did not is sent again, until the outcome is known or the release's
+// patience (k_release_patience) runs out.
+pg::ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
+  for (;;) {
+    try {
+      return pg::parse_release(m_impl->call(
+          "release", "release", "$1, $2::text[], $3::uuid",
+          {request.ns, text_array(request.resources), request.owner->str()}, pg::Retry::never));
+    } catch (const pg::OutcomeUnknown& unknown) {
+      const bool knows_lease = request.tokens.size() == request.resources.size() &&
+                               request.depths.size() == request.resources.size();
+      if (!knows_lease)
+        throw;
+      spdlog::info("{}; looking it up", unknown.what());
+      std::optional<bool> done;
+      try {
+        done = release_took_effect(request);
+      } catch (const Error& error) {
+        throw Error(ExitCode::unavailable,
+                    std::string(unknown.what()) + "; and looking it up failed: " + error.what());
+      }
+      if (!done)
+        throw;
+      if (*done) {
+        spdlog::info("the release of {} had taken effect", request.resources.front().str());
+        pg::ReleaseReply reply;
+        for (std::size_t i = 0; i < request.resources.size(); ++i)
+          reply.released.push_back({request.resources[i], request.depths[i] - 1, 0});
+        return reply;
+      }
+      spdlog::info("the release of {} had not taken effect; sending it again",
+                   request.resources.front().str());
+    }
+  }
+}
+
+// Whether a release whose reply was lost took effect: true (every lease
+// is one re-entry lower, or gone with a `released` event under its token),
+// false (none is: send it again; a lease gone otherwise is refused by that
+// second release as it would have been by the first), nullopt when the
+// leases disagree (someone else changed them meanwhile).
+std::optional<bool> PostgresStore::release_took_effect(const ReleaseRequest& request) {
+  int done = 0;
+  for (std::size_t i = 0; i < request.resources.size(); ++i) {
+    const auto& resource = request.resources[i];
+    StatusQuery query;
+    query.ns = request.ns;
+    query.prefix = resource;
+    Snapshot snapshot = status_within(query);
+    auto lease = std::find_if(snapshot.holders.begin(), snapshot.holders.end(), [&](auto& held) {
+      return held.resource == resource && held.owner == *request.owner;
+    });
+    if (lease != snapshot.holders.end()) {
+      if (lease->token != request.tokens[i])
+        return std::nullopt;
+      if (lease->depth == request.depths[i] - 1)
+        ++done;
+      else if (lease->depth != request.depths[i])
+        return std::nullopt;
+      continue;
+    }
+    if (request.depths[i] != 1)
+      continue;  // gone from under a re-entry: the release sent again says why
+    HistoryQuery past;
+    past.ns = request.ns;
+    past.prefix = resource;
+    past.event = EventKind::released;
+    past.limit = 100;
+    auto events = history_within(past);
+    if (std::any_of(events.begin(), events.end(), [&](const HistoryEvent& event) {
+          return event.resource == resource && event.owner == *request.owner &&
+                 event.token == request.tokens[i];
+        }))
+      ++done;
+  }
+  if (done == 0)
+    return false;
+  if (done == static_cast<int>(request.resources.size()))
+    return true;
+  return std::nullopt;
+}
+
 Snapshot PostgresStore::status(const StatusQuery& query) {
+  m_impl->patience(k_command_patience);
+  return status_within(query);
+}
+
+Snapshot PostgresStore::status_within(const StatusQuery& query) {
   std::optional<std::string> prefix;
   if (query.prefix)
     prefix = query.prefix->str();
@@ -300,6 +421,11 @@ Snapshot PostgresStore::status(const StatusQuery& query) {
 }
 
 std::vector<HistoryEvent> PostgresStore::history(const HistoryQuery& query) {
+  m_impl->patience(k_command_patience);
+  return history_within(query);
+}
+
+std::vector<HistoryEvent> PostgresStore::history_within(const HistoryQuery& query) {
   std::optional<std::string> prefix;
   if (query.prefix)
     prefix = query.prefix->str();
@@ -321,6 +447,7 @@ GcReport PostgresStore::gc(const GcOptions& options) {
   GcReport total;
   for (;;) {
     const int batch = pacer.rows();
+    m_impl->patience(k_command_patience);
     auto started = std::chrono::steady_clock::now();
     GcReport report = pg::parse_gc(m_impl->call(
         "gc", "gc_batch", "$1, $2, $3",
@@ -337,6 +464,7 @@ GcReport PostgresStore::gc(const GcOptions& options) {
 }
 
 void PostgresStore::migrate() {
+  m_impl->patience(k_command_patience);
   m_impl->migrate();
 }
 

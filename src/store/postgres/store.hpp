@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "store/postgres/rows.hpp"
 #include "store/store.hpp"
 #include "store/store_options.hpp"
 
@@ -43,8 +44,10 @@ class PostgresStore final : public Store {
   // socket, at most a jittered 200-500 ms at a time: the fallback poll for
   // when notifications do not arrive (pgbouncer in transaction mode).
   void wait_for_change(std::chrono::steady_clock::time_point until) override;
-  // Idempotent: after a dropped connection it is retried once on a fresh one
-  // (the retry settles an outcome the first attempt left unknown).
+  // Idempotent: after a dropped connection or other server trouble it is
+  // retried on a fresh one for up to 3 s (a retry settles an outcome the
+  // first attempt left unknown); clock run's heartbeat then retries on its
+  // own schedule.
   void renew(const RenewRequest& request) override;
   // A read of the status function per resource: a round trip each, so it is
   // not polled (still_holds_interval() is none).
@@ -52,8 +55,11 @@ class PostgresStore final : public Store {
   std::optional<std::chrono::milliseconds> still_holds_interval() const override {
     return std::nullopt;
   }
-  // Not retried after a dropped connection (a second try would undo another
-  // re-entry): throws unavailable; `clock status` shows what happened.
+  // A dropped connection is not simply retried (a second try would undo
+  // another re-entry): with request.tokens and depths the lease is looked up
+  // and the release sent again only if it did not take effect, for up to
+  // 30 s; without them it throws unavailable ("whether it took effect is
+  // unknown").
   std::vector<Released> release(const ReleaseRequest& request) override;
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
@@ -61,8 +67,14 @@ class PostgresStore final : public Store {
   void migrate() override;
   // The server streams to asynchronous standbys only (replication.hpp).
   std::vector<std::string> setup_warnings() override;
+  void set_acquire_deadline(std::chrono::steady_clock::time_point deadline) override;
 
  private:
+  Snapshot status_within(const StatusQuery& query);
+  std::vector<HistoryEvent> history_within(const HistoryQuery& query);
+  postgres::ReleaseReply release_once(const ReleaseRequest& request);
+  std::optional<bool> release_took_effect(const ReleaseRequest& request);
+
   class Impl;
   std::unique_ptr<Impl> m_impl;
 };

@@ -13,4 +13,9 @@ namespace clk::store::postgres::test_fault {
 // treats the reply as lost, as when the network fails right after COMMIT.
 bool drop_reply(std::string_view op);
 
+// True, once per process, when CLOCK_TEST_FAULT=drop-request:OP names `op`:
+// the caller then closes the connection before sending the statement, which
+// so never takes effect, though the caller cannot tell that from a lost reply.
+bool drop_request(std::string_view op);
+
 }  // namespace clk::store::postgres::test_fault
