@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include "fault_tools.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
 #include "sections.hpp"
@@ -159,6 +160,13 @@ TEST_SUITE("failover") {
             << after_kill << " after the kill; tokens " << grants.front().token << ".."
             << grants.back().token << ", strictly increasing, none reissued");
     CHECK(first_after->start > monotonic_ns(promoting));
+    // Every lease was released, on one server or the other: none was left
+    // behind (the holder's release meets the failover) to expire.
+    std::vector<std::string> events;
+    for (const auto& event : history_of(env, "failover"))
+      events.push_back(event.value("event", ""));
+    CHECK(std::count(events.begin(), events.end(), "released") == static_cast<long>(grants.size()));
+    CHECK(std::count(events.begin(), events.end(), "expired") == 0);
     // "Within seconds, not a TTL later": a lease left behind by a release
     // lost in the failover would hold everyone up until it expired.
     CHECK(after_promotion < std::chrono::duration<double>(k_ttl).count() / 2);
