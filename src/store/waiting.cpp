@@ -89,8 +89,10 @@ std::optional<Attempt> attempt_through_trouble(Store& store, const LockRequest& 
     auto now = steady_clock::now();
     if (trouble_since == steady_clock::time_point{})
       trouble_since = now;
-    auto delay = backoff.next();
-    if (now + delay >= patience) {
+    // A last try comes just before the deadline, not a back-off step early.
+    constexpr milliseconds k_last_try{100};
+    auto left = patience - now;
+    if (left <= k_last_try) {
       backoff.reset();
       trouble_since = {};
       warned = false;
@@ -98,12 +100,14 @@ std::optional<Attempt> attempt_through_trouble(Store& store, const LockRequest& 
       throw Error(ExitCode::unavailable, std::string(error.what()) + " (gave up after trying for " +
                                              util::format_duration(tried) + ")");
     }
+    auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
     // Said once the trouble lasts, so cron mails a long outage but not a blip.
     if (!warned && now - trouble_since >= seconds(10)) {
       spdlog::warn("{}; still trying", error.what());
       warned = true;
     } else {
-      spdlog::info("{}; trying again in {}", error.what(), util::format_duration(delay));
+      spdlog::info("{}; trying again in {}", error.what(),
+                   util::format_duration(duration_cast<milliseconds>(delay)));
     }
     auto until = now + delay;
     while (steady_clock::now() < until) {

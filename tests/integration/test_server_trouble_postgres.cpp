@@ -171,6 +171,9 @@ TEST_SUITE("server-trouble") {
       return;
     }
     CHECK_EXIT(result, 0);
+    // Known, not left in doubt: the only line is the fault's own.
+    CHECK(result.err.find("unknown") == std::string::npos);
+    CHECK(result.err_lines().size() == 1);
     CHECK(env.holders_of("job").empty());
     auto events = history_of(env, "job");
     REQUIRE_FALSE(events.empty());

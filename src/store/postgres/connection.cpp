@@ -111,6 +111,8 @@ class Trouble : public Error {
 
 // Until a caller sets a deadline: a one-shot command's patience.
 constexpr seconds k_default_patience{10};
+// The least time worth a last try before a deadline.
+constexpr milliseconds k_last_try{100};
 // Trouble that lasts this long is logged (once per call) as a warning.
 constexpr seconds k_warn_after{5};
 
@@ -262,7 +264,9 @@ auto Connection::attempt(const std::string& op, Retry retry, Body& body, int& ro
                         util::format_duration(duration_cast<milliseconds>(k_statement_limit)) +
                         " or the caller's deadline; a pooler such as pgbouncer "
                         "may be waiting for a server that is down"
-                  : one_line(e.what());
+        : contains_any(e.what(), {"client encoding"})
+            ? "the server or a pooler before it closed the connection"
+            : one_line(e.what());
     return "lost the connection to PostgreSQL at " + m_target + " during " + op + " (" + why + ")";
   };
   for (;;) {
@@ -356,6 +360,7 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
   const auto began = steady_clock::now();
   util::Backoff backoff;
   int rollbacks = 0;
+  int retries = 0;
   bool warned = false;
   for (;;) {
     std::string trouble;  // why this attempt failed, when another may succeed
@@ -365,19 +370,23 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
       trouble = e.what();
     }
     auto now = steady_clock::now();
-    auto delay = backoff.next();
-    if (now + delay >= m_retry_until) {
-      auto tried = duration_cast<milliseconds>(now - began);
-      if (tried < milliseconds(1'000))
+    // A last try comes just before the deadline, not a back-off step early.
+    auto left = m_retry_until - now;
+    if (left <= k_last_try) {
+      if (retries == 0)
         throw Error(ExitCode::unavailable, trouble);
       throw Error(ExitCode::unavailable,
-                  trouble + " (gave up after trying for " + util::format_duration(tried) + ")");
+                  trouble + " (gave up after trying for " +
+                      util::format_duration(duration_cast<milliseconds>(now - began)) + ")");
     }
+    auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
+    ++retries;
     if (!warned && now - began >= k_warn_after) {
       spdlog::warn("{}; still trying", trouble);
       warned = true;
     } else {
-      spdlog::debug("{}; retrying {} in {}", trouble, op, util::format_duration(delay));
+      spdlog::debug("{}; retrying {} in {}", trouble, op,
+                    util::format_duration(duration_cast<milliseconds>(delay)));
     }
     std::this_thread::sleep_for(delay);
   }

@@ -83,7 +83,12 @@ class PostgresStore::Impl {
   // An acquire attempt is tried once here (the acquire loop retries it, with
   // the same request id) and must answer by the caller's deadline.
   void acquire_deadline(steady_clock::time_point deadline) { m_acquire_deadline = deadline; }
-  void one_acquire_attempt() { m_conn.set_deadline(steady_clock::now(), m_acquire_deadline); }
+  // The attempt that comes at the deadline (every wait ends with one) gets a
+  // second more: -w D then ends within a second of D whatever the server does.
+  void one_acquire_attempt() {
+    auto now = steady_clock::now();
+    m_conn.set_deadline(now, std::max(m_acquire_deadline, now + seconds(1)));
+  }
 
   // One call of a schema function with bound parameters, as text. The first
   // call of a connection checks the schema version in the same round trip:
