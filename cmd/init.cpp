@@ -1,4 +1,6 @@
 // clock init: create or migrate the schema, or print its DDL.
+#include <spdlog/spdlog.h>
+
 #include "cmd/commands.hpp"
 #include "store/open_store.hpp"
 
@@ -19,7 +21,10 @@ Action register_init(CLI::App& app) {
       print(store::schema_sql(backend, context.settings.pg_schema));
       return 0;
     }
-    context.open_store()->migrate();
+    auto store = context.open_store();
+    store->migrate();
+    for (const auto& warning : store->setup_warnings())
+      spdlog::warn("{}", warning);
     return 0;
   };
 }

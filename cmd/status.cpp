@@ -1,5 +1,7 @@
 // clock status: who holds what, since when, from where, and who waits. The
 // exit status answers "is anything held?" for scripts: 0 yes, 1 no.
+#include <spdlog/spdlog.h>
+
 #include "cmd/commands.hpp"
 #include "output/colour.hpp"
 
@@ -52,7 +54,12 @@ Action register_status(CLI::App& app) {
     if (options->prefix)
       query.prefix = lock::Resource::parse(*options->prefix);
     query.include_expired = options->all;
-    auto snapshot = context.open_store()->status(query);
+    auto store = context.open_store();
+    auto snapshot = store->status(query);
+    if (context.verbosity > 0) {
+      for (const auto& warning : store->setup_warnings())
+        spdlog::warn("{}", warning);
+    }
     bool colour = format == output::Format::table && output::colour_wanted_for_stdout();
     print(output::render_status(snapshot, format, colour));
     // A metrics export succeeds whether or not anything is held: a cron line

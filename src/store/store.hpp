@@ -334,6 +334,11 @@ class Store {
   // reopens it. A holder calls it between renewals (SPEC §3: connections are
   // borrowed, not held).
   virtual void rest() {}
+
+  // What an operator should know about how the database is set up (clock
+  // init and clock status -v print each as a warning): one line each, none
+  // when all is well or when the backend cannot tell. Never throws.
+  virtual std::vector<std::string> setup_warnings() = 0;
 };
 
 }  // namespace clk::store

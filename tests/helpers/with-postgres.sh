@@ -16,6 +16,20 @@
 # tests/helpers/pg-ctl.sh stop|start|restart uses them to stop and restart the
 # server in the middle of a test.
 #
+# With CLOCK_TEST_PG_STANDBY=1 the server is a primary with one streaming
+# replica (pg_basebackup -R) on synchronous replication (synchronous_commit =
+# on, synchronous_standby_names naming the replica), both on unix sockets in the
+# same temp dir, and no pgbouncer. Then:
+#   CLOCK_TEST_PG_URL          both servers, primary first, target_session_attrs=read-write
+#                              (what clock is told on an HA setup)
+#   CLOCK_TEST_PG_PRIMARY_URL  the primary alone
+#   CLOCK_TEST_PG_STANDBY_URL  the standby alone
+#   CLOCK_TEST_PG_STANDBY_DATA the standby's data directory
+#   CLOCK_TEST_PG_STANDBY_LOG  the standby's log
+# CLOCK_TEST_PG_DATA and CLOCK_TEST_PG_LOG are the primary's; a failover test
+# runs `pg-ctl.sh stop -m immediate` (the primary) then `pg-ctl.sh promote`
+# (the standby, with synchronous_standby_names cleared first).
+#
 # Without PostgreSQL (or pgbouncer) installed: with CI=true this fails; else it
 # warns and runs CMD without the matching URL, so the tests run SQLite only.
 #
@@ -112,6 +126,20 @@ process_tree() {
   echo "$1"
 }
 
+# Stops the server of data directory $1, if there is one and it runs.
+stop_server() {
+  [[ -d $1 ]] || return 0
+  local ppid=""
+  [[ -s $1/postmaster.pid ]] && ppid=$(head -n 1 "$1/postmaster.pid")
+  as_pg "$pg_bin/pg_ctl" -D "$1" -m immediate -w stop >/dev/null 2>&1
+  # pg_ctl waits for the postmaster, which waits for its children; this is a
+  # safety net for a postmaster that a test left in a bad state.
+  if [[ -n $ppid ]] && alive "$ppid"; then
+    # shellcheck disable=SC2046  # a list of pids
+    kill -KILL $(process_tree "$ppid") 2>/dev/null
+  fi
+}
+
 cleanup() {
   local status=$?
   trap - EXIT INT TERM HUP
@@ -134,16 +162,9 @@ cleanup() {
     for _ in $(seq 50); do alive "$bpid" || break; sleep 0.1; done
     alive "$bpid" && kill -KILL "$bpid" 2>/dev/null
   fi
-  if [[ -n $dir && -d $dir/data ]]; then
-    local ppid=""
-    [[ -s $dir/data/postmaster.pid ]] && ppid=$(head -n 1 "$dir/data/postmaster.pid")
-    as_pg "$pg_bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1
-    # pg_ctl waits for the postmaster, which waits for its children; this is a
-    # safety net for a postmaster that a test left in a bad state.
-    if [[ -n $ppid ]] && alive "$ppid"; then
-      # shellcheck disable=SC2046  # a list of pids
-      kill -KILL $(process_tree "$ppid") 2>/dev/null
-    fi
+  if [[ -n $dir ]]; then
+    stop_server "$dir/data"
+    stop_server "$dir/standby"
   fi
   if [[ -n $dir ]]; then
     if [[ $status -ne 0 && -n ${CLOCK_TEST_KEEP_PG:-} ]]; then
@@ -188,6 +209,18 @@ full_page_writes = off
 log_line_prefix = '%m [%p] %q%u@%d '
 CONF
 
+standby=false
+case "${CLOCK_TEST_PG_STANDBY:-}" in 1 | true | TRUE | yes) standby=true ;; esac
+
+if $standby; then
+  # A commit returns once the standby has written it: what a grant needs to
+  # survive a failover (fsync stays off: the tests crash servers, not hosts).
+  cat >>"$dir/data/postgresql.conf" <<CONF
+synchronous_commit = on
+synchronous_standby_names = 'clock_standby'
+CONF
+fi
+
 if ! as_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start >/dev/null; then
   tail -n 30 "$dir/postgres.log" >&2
   die "PostgreSQL did not start (log above)"
@@ -198,6 +231,48 @@ export CLOCK_TEST_PG_BIN=$pg_bin
 export CLOCK_TEST_PG_DATA=$dir/data
 export CLOCK_TEST_PG_LOG=$dir/postgres.log
 export CLOCK_TEST_PG_RUN_AS=$run_as
+
+# --- the standby (CLOCK_TEST_PG_STANDBY=1) ------------------------------------------
+
+# A streaming replica of the primary, in $dir/standby, on port $standby_port of
+# the same socket dir. Its configuration is the primary's, as pg_basebackup
+# copies it, synchronous_standby_names included: the trap a manual promotion
+# falls into (pg-ctl.sh promote clears it). initdb's pg_hba.conf already lets
+# local connections replicate.
+start_standby() {
+  standby_port=$(shuf -i 20000-60000 -n 1)
+  while [[ $standby_port == "$pg_port" ]]; do standby_port=$(shuf -i 20000-60000 -n 1); done
+  if ! as_pg "$pg_bin/pg_basebackup" -D "$dir/standby" -R -X stream -c fast --no-sync \
+    -d "host=$dir port=$pg_port user=postgres application_name=clock_standby" \
+    >"$dir/basebackup.log" 2>&1; then
+    cat "$dir/basebackup.log" >&2
+    die "pg_basebackup of the primary failed"
+  fi
+  echo "port = $standby_port" >>"$dir/standby/postgresql.conf"
+  if ! as_pg "$pg_bin/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w -t 60 start >/dev/null; then
+    tail -n 30 "$dir/standby.log" >&2
+    die "the standby did not start (log above)"
+  fi
+  local state=""
+  for _ in $(seq 300); do
+    state=$("$pg_bin/psql" -X -At -h "$dir" -p "$pg_port" -U postgres -d postgres -c \
+      "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'clock_standby'" 2>/dev/null)
+    [[ $state == sync ]] && break
+    sleep 0.1
+  done
+  [[ $state == sync ]] || die "the standby is not a synchronous standby of the primary after 30s (sync_state '$state')"
+
+  export CLOCK_TEST_PG_URL="host=$dir,$dir port=$pg_port,$standby_port user=postgres dbname=postgres target_session_attrs=read-write"
+  export CLOCK_TEST_PG_PRIMARY_URL="host=$dir port=$pg_port user=postgres dbname=postgres"
+  export CLOCK_TEST_PG_STANDBY_URL="host=$dir port=$standby_port user=postgres dbname=postgres"
+  export CLOCK_TEST_PG_STANDBY_DATA=$dir/standby
+  export CLOCK_TEST_PG_STANDBY_LOG=$dir/standby.log
+  # pgbouncer would follow the primary only: not started, and an outer one's
+  # URL (a nested run under make check) must not leak in.
+  unset CLOCK_TEST_PGBOUNCER_URL
+  pgbouncer_bin=""
+}
+$standby && start_standby
 
 # --- pgbouncer ----------------------------------------------------------------------
 

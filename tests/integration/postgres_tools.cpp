@@ -88,6 +88,20 @@ bool enabled() {
   return backend_name() == "postgres";
 }
 
+doctest::skip only_with_standby() {
+  return doctest::skip(!enabled() || getenv_or_empty("CLOCK_TEST_PG_STANDBY_URL").empty());
+}
+
+std::string primary_url(const TestEnv* env) {
+  std::string url = getenv_or_empty("CLOCK_TEST_PG_PRIMARY_URL");
+  return env ? with_dbname(url, dbname_of(env->url())) : url;
+}
+
+std::string standby_url(const TestEnv* env) {
+  std::string url = getenv_or_empty("CLOCK_TEST_PG_STANDBY_URL");
+  return env ? with_dbname(url, dbname_of(env->url())) : url;
+}
+
 std::string dbname_of(const std::string& url) {
   if (is_uri(url)) {
     auto authority = url.find("://") + 3;
@@ -302,7 +316,8 @@ Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args, millisec
   // The harness passes no CLOCK_* variable on: pg-ctl.sh needs these.
   std::map<std::string, std::string> extra;
   for (const char* name :
-       {"CLOCK_TEST_PG_BIN", "CLOCK_TEST_PG_DATA", "CLOCK_TEST_PG_LOG", "CLOCK_TEST_PG_RUN_AS"}) {
+       {"CLOCK_TEST_PG_BIN", "CLOCK_TEST_PG_DATA", "CLOCK_TEST_PG_LOG", "CLOCK_TEST_PG_RUN_AS",
+        "CLOCK_TEST_PG_STANDBY_DATA", "CLOCK_TEST_PG_STANDBY_URL"}) {
     extra[name] = getenv_or_empty(name);
   }
   return run(env.command(argv, extra), env.path("output"), timeout);

@@ -52,7 +52,17 @@ class PsqlSession {
   std::string m_transcript;  // everything psql printed, for failure messages
 };
 
-// `tests/helpers/pg-ctl.sh ACTION [ARGS…]` on the server of with-postgres.sh.
+// Decorates a TEST_CASE that needs the primary and synchronous standby of
+// CLOCK_TEST_PG_STANDBY=1 tests/helpers/with-postgres.sh (CLOCK_TEST_PG_URL
+// then names both): skipped, and counted as skipped, anywhere else.
+doctest::skip only_with_standby();
+// CLOCK_TEST_PG_PRIMARY_URL and CLOCK_TEST_PG_STANDBY_URL: each server alone
+// (the test's database on it, when `env` is given).
+std::string primary_url(const TestEnv* env = nullptr);
+std::string standby_url(const TestEnv* env = nullptr);
+
+// `tests/helpers/pg-ctl.sh ACTION [ARGS…]` on the server of with-postgres.sh
+// (ACTION promote: its standby).
 Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args,
               milliseconds timeout = 120s);
 // True when `psql -c 'select 1'` succeeds on the server (CLOCK_TEST_PG_URL).

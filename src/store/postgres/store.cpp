@@ -17,6 +17,7 @@
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/postgres/connection.hpp"
+#include "store/postgres/replication.hpp"
 #include "store/postgres/rows.hpp"
 #include "store/postgres/schema.hpp"
 #include "util/random_seed.hpp"
@@ -138,6 +139,13 @@ class PostgresStore::Impl {
   void migrate() {
     m_conn.run_migrations(pg::migration_script(m_schema));
     m_schema_ready = true;
+  }
+
+  std::vector<std::string> setup_warnings() {
+    std::vector<std::string> warnings;
+    if (auto warning = pg::asynchronous_standby_warning(m_conn))
+      warnings.push_back(std::move(*warning));
+    return warnings;
   }
 
   // What the last blocked attempt said about when to look again without
@@ -521,6 +529,10 @@ std::optional<milliseconds> PostgresStore::idle_limit() const {
 
 void PostgresStore::rest() {
   m_impl->rest();
+}
+
+std::vector<std::string> PostgresStore::setup_warnings() {
+  return m_impl->setup_warnings();
 }
 
 std::unique_ptr<Store> make_postgres_store(const StoreOptions& options) {

@@ -70,6 +70,8 @@ class PostgresStore final : public Store {
   // short job's path (acquire and release share one connection).
   std::optional<milliseconds> idle_limit() const override;
   void rest() override;
+  // The server streams to asynchronous standbys only (replication.hpp).
+  std::vector<std::string> setup_warnings() override;
   void set_acquire_deadline(std::chrono::steady_clock::time_point deadline) override;
 
  private:
