@@ -539,8 +539,10 @@ void Connection::await(const std::string& channel, const std::string& wanted,
     s.listener->woken = false;
     for (;;) {
       auto left = duration_cast<microseconds>(until - steady_clock::now()).count();
-      if (left <= 0 || s.listener->woken)
+      if (left <= 0 || s.listener->woken) {
+        m_await_backoff.reset();
         return;
+      }
       s.conn.await_notification(left / 1'000'000, left % 1'000'000);
     }
   } catch (const Error& e) {
@@ -549,7 +551,10 @@ void Connection::await(const std::string& channel, const std::string& wanted,
     spdlog::debug("lost the PostgreSQL connection while waiting: {}", one_line(e.what()));
     drop();
   }
-  std::this_thread::sleep_until(until);
+  // Not the rest of the timeout: after a restart or failover the release
+  // that frees the lock may come within it, and nobody would notify this
+  // waiter of it (its LISTEN went with the connection).
+  std::this_thread::sleep_until(std::min(until, steady_clock::now() + m_await_backoff.next()));
 }
 
 bool Connection::notified_directly() const {

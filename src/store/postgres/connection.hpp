@@ -23,6 +23,7 @@
 
 #include "error.hpp"
 #include "store/postgres/statement_timer.hpp"
+#include "util/backoff.hpp"
 
 namespace clk::store::postgres {
 
@@ -119,7 +120,8 @@ class Connection {
   // and the wait goes on. The first call on a connection only LISTENs and
   // returns at once, so that the caller looks again before sleeping on a
   // change it could have missed. Never throws: a broken connection is dropped
-  // (the next call reopens it) and the rest of the timeout slept away.
+  // (the next call reopens it) and a short, growing back-off slept away, so
+  // the caller looks again soon after a restart or failover.
   void await(const std::string& channel, const std::string& wanted,
              std::chrono::steady_clock::duration timeout);
 
@@ -151,6 +153,11 @@ class Connection {
   std::chrono::steady_clock::duration m_statement_limit = k_statement_limit;
   std::unique_ptr<StatementTimer> m_timer;
   std::unique_ptr<Session> m_session;
+  // How long await() rests after it found no server, before its caller looks
+  // again: growing while the server stays away, jittered so that a queue's
+  // waiters cut off together by a restart or failover do not come back
+  // together, and reset once a wait works.
+  util::Backoff m_await_backoff;
   std::chrono::steady_clock::time_point m_last_used;  // the start of the last call
 };
 
