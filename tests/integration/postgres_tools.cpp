@@ -307,6 +307,25 @@ int PsqlSession::finish(milliseconds timeout) {
 
 // ---------------------------------------------------------------- the server
 
+Result psql(const TestEnv& env, const std::string& url, const std::string& sql) {
+  return run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),
+             env.path("output"));
+}
+
+Result psql(const TestEnv& env, const std::string& sql) {
+  return psql(env, env.url(), sql);
+}
+
+void install_roles(const TestEnv& env) {
+  REQUIRE_EXIT(env.clock({"init"}), 0);
+  REQUIRE_EXIT(
+      run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
+                       env.url(), "-f",
+                       std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
+          env.path("output")),
+      0);
+}
+
 Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args, milliseconds timeout) {
   std::string script = getenv_or_empty("CLOCK_TEST_PG_CTL");
   if (script.empty())

@@ -61,6 +61,15 @@ doctest::skip only_with_standby();
 std::string primary_url(const TestEnv* env = nullptr);
 std::string standby_url(const TestEnv* env = nullptr);
 
+// `psql -X -A -t -v ON_ERROR_STOP=1 -d URL -c SQL`, with the test's
+// environment (`url` defaults to the test's database).
+Result psql(const TestEnv& env, const std::string& url, const std::string& sql);
+Result psql(const TestEnv& env, const std::string& sql);
+
+// `clock init`, then sql/postgres/roles.sql on the test's database: the
+// schema and the clock_app / clock_operator group roles a login role joins.
+void install_roles(const TestEnv& env);
+
 // `tests/helpers/pg-ctl.sh ACTION [ARGS…]` on the server of with-postgres.sh
 // (ACTION promote: its standby).
 Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args,

@@ -16,14 +16,9 @@
 #include "sections.hpp"
 
 using namespace clk::test;
+using pg::psql;
 
 namespace {
-
-Result psql(const TestEnv& env, const std::string& sql) {
-  return run(
-      env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", env.url(), "-c", sql}),
-      env.path("output"));
-}
 
 // A login role in clock_app with at most `limit` connections (0: no limit),
 // dropped at the end. Roles are per server, so the name is per test.
@@ -32,13 +27,7 @@ class BudgetRole {
   BudgetRole(const TestEnv& env, int limit) : m_env(env) {
     std::random_device random;
     m_name = "clock_test_borrow_" + std::to_string(random() % 1'000'000'000);
-    REQUIRE_EXIT(env.clock({"init"}), 0);
-    Result roles =
-        run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
-                         env.url(), "-f",
-                         std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
-            env.path("output"));
-    REQUIRE_EXIT(roles, 0);
+    pg::install_roles(env);
     REQUIRE_EXIT(psql(env, "CREATE ROLE " + m_name + " LOGIN IN ROLE clock_app" +
                                (limit > 0 ? " CONNECTION LIMIT " + std::to_string(limit) : "")),
                  0);

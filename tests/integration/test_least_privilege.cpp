@@ -20,14 +20,9 @@
 
 using namespace clk::test;
 using nlohmann::json;
+using pg::psql;
 
 namespace {
-
-// `psql -c SQL` on `url`, with the test's environment.
-Result psql(const TestEnv& env, const std::string& url, const std::string& sql) {
-  return run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),
-             env.path("output"));
-}
 
 // The test's database with a clock schema and the roles of roles.sql, and two
 // login roles (dropped again at the end): one in clock_app, one in
@@ -39,13 +34,7 @@ class Roles {
     std::string suffix = std::to_string(random() % 1'000'000'000);
     m_app = "clock_test_app_" + suffix;
     m_operator = "clock_test_op_" + suffix;
-    REQUIRE_EXIT(env.clock({"init"}), 0);
-    Result roles =
-        run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
-                         env.url(), "-f",
-                         std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
-            env.path("output"));
-    REQUIRE_EXIT(roles, 0);
+    pg::install_roles(env);
     REQUIRE_EXIT(psql(env, env.url(),
                       "CREATE ROLE " + m_app + " LOGIN IN ROLE clock_app; CREATE ROLE " +
                           m_operator + " LOGIN IN ROLE clock_operator"),

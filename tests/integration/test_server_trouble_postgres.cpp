@@ -17,14 +17,9 @@
 
 using namespace clk::test;
 using nlohmann::json;
+using pg::psql;
 
 namespace {
-
-// `psql -c SQL` on `url`, with the test's environment.
-Result psql(const TestEnv& env, const std::string& url, const std::string& sql) {
-  return run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),
-             env.path("output"));
-}
 
 // A `clock -v run -w 30s -r job` that touches NAME.ran, its log in NAME.err
 // (so the test can see that it met the trouble before the trouble ends).
@@ -120,13 +115,7 @@ TEST_SUITE("server-trouble") {
       "exit 69" *
       doctest::timeout(300) * ::clk::test::only_on("postgres")) {
     TestEnv env;
-    REQUIRE_EXIT(env.clock({"init"}), 0);
-    REQUIRE_EXIT(
-        run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
-                         env.url(), "-f",
-                         std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
-            env.path("output")),
-        0);
+    pg::install_roles(env);
     // A role of one connection (superusers ignore CONNECTION LIMIT): while
     // psql holds it, every login of clock gets SQLSTATE 53300.
     std::random_device random;
