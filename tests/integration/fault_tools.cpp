@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <glob.h>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
@@ -80,6 +81,24 @@ nlohmann::json only_holder(const TestEnv& env, const std::string& resource) {
   INFO("holders of " << resource << ": " << nlohmann::json(holders).dump());
   REQUIRE(holders.size() == 1);
   return holders[0];
+}
+
+std::string libfaketime_path() {
+  glob_t found{};
+  std::string path;
+  if (glob("/usr/lib/*/faketime/libfaketime.so.1", 0, nullptr, &found) == 0 && found.gl_pathc > 0)
+    path = found.gl_pathv[0];
+  globfree(&found);
+  return path;
+}
+
+std::map<std::string, std::string> skewed_clock_env(const std::string& offset) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  std::string options = asan && *asan ? std::string(asan) + ":" : "";
+  return {{"LD_PRELOAD", libfaketime_path()},
+          {"FAKETIME", offset},
+          {"FAKETIME_DONT_FAKE_MONOTONIC", "1"},
+          {"ASAN_OPTIONS", options + "verify_asan_link_order=0"}};
 }
 
 }  // namespace clk::test

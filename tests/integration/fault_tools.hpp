@@ -1,6 +1,7 @@
 // What the fault tests share: instants of status/history JSON as numbers,
-// a resource's history, and ways to run a command where the kernel says no
-// (without root's override of file permissions; in a private mount namespace).
+// a resource's history, ways to run a command where the kernel says no
+// (without root's override of file permissions; in a private mount
+// namespace) and on a host whose wall clock is wrong.
 #pragma once
 
 #include <cstdint>
@@ -42,5 +43,17 @@ std::vector<std::string> private_mounts(const TestEnv& env);
 // database and its -wal; not the -shm index, which readers rewrite), name by
 // name: to show that nothing changed.
 std::map<std::string, std::string> snapshot_files(const fs::path& prefix);
+
+// libfaketime's shared object, or an empty string when it is not installed.
+std::string libfaketime_path();
+
+// The environment of a process on a host whose wall clock is `offset` off
+// ("+1h", "-30s"): libfaketime preloaded directly. Not through the faketime
+// wrapper: it names a semaphore in /dev/shm after its own pid, a killed
+// wrapper leaves it behind, and a later wrapper with the same pid refuses to
+// start ("sem_open: File exists"). CLOCK_MONOTONIC stays right (setting the
+// time never moves it; a shifted one stalls clock run's heartbeat wait), and
+// an ASan build accepts libfaketime preloaded ahead of its runtime.
+std::map<std::string, std::string> skewed_clock_env(const std::string& offset);
 
 }  // namespace clk::test

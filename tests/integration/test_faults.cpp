@@ -18,27 +18,6 @@
 using namespace clk::test;
 using nlohmann::json;
 
-namespace {
-
-// The environment of a clock run under faketime. A host whose wall clock is
-// wrong still has a right CLOCK_MONOTONIC (setting the time never moves it);
-// libfaketime would shift both, and its shifted pthread_cond_timedwait stalls
-// clock run's heartbeat thread. An ASan build of clock refuses to start with
-// libfaketime preloaded ahead of its runtime unless told that the order is
-// fine (the option is ignored otherwise).
-std::map<std::string, std::string> skewed_clock_env() {
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  std::string options = asan && *asan ? std::string(asan) + ":" : "";
-  return {{"FAKETIME_DONT_FAKE_MONOTONIC", "1"},
-          {"ASAN_OPTIONS", options + "verify_asan_link_order=0"}};
-}
-
-bool faketime_available() {
-  return std::system("command -v faketime >/dev/null 2>&1") == 0;
-}
-
-}  // namespace
-
 TEST_SUITE("faults") {
   TEST_CASE(
       "kill -9 of clock run takes the child down at once; the lease frees after its TTL, never "
@@ -184,8 +163,8 @@ TEST_SUITE("faults") {
   TEST_CASE(
       "a client whose clock is an hour fast or slow gets a lease of exactly its TTL, timed by "
       "the database") {
-    if (!faketime_available()) {
-      MESSAGE("skipped: faketime is not installed (packaging/install-deps.sh installs it)");
+    if (libfaketime_path().empty()) {
+      MESSAGE("skipped: libfaketime is not installed (packaging/install-deps.sh installs it)");
       return;
     }
     TestEnv env;
@@ -193,9 +172,8 @@ TEST_SUITE("faults") {
     for (const std::string offset : {"+1h", "-1h"}) {
       CAPTURE(offset);
       const std::string resource = offset == "+1h" ? "fast" : "slow";
-      Command skewed = env.command({"faketime", "-f", offset, TestEnv::clock_binary(), "acquire",
-                                    "--format", "json", "--ttl", "4s", "-r", resource},
-                                   skewed_clock_env());
+      Command skewed = env.clock_command(
+          {"acquire", "--format", "json", "--ttl", "4s", "-r", resource}, skewed_clock_env(offset));
       Result result = run(skewed, env.path("output"), 60s);
       REQUIRE_EXIT(result, 0);
       Acquired acquired = parse_acquired(result.out);
@@ -231,10 +209,10 @@ TEST_SUITE("faults") {
 
     if (server_clock) {
       // clock run under a skewed clock renews and finishes normally.
-      Command skewed_run = env.command(
-          {"faketime", "-f", "+1h", TestEnv::clock_binary(), "run", "--ttl", "3s", "--heartbeat",
-           "500ms", "--kill-after", "1s", "-r", "run", "--", "sleep", "5"},
-          skewed_clock_env());
+      Command skewed_run = env.clock_command(
+          {"run", "--ttl", "3s", "--heartbeat", "500ms", "--kill-after", "1s", "-r", "run", "--",
+           "sleep", "5"},
+          skewed_clock_env("+1h"));
       CHECK_EXIT(run(skewed_run, env.path("output"), 60s), 0);
     }
   }

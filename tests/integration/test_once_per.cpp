@@ -43,19 +43,11 @@ std::vector<std::string> host_clock_offsets() {
   return {"+20s", "+20s", "+20s", "+20s", "+20s"};
 }
 
-std::map<std::string, std::string> faketime_env() {
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  std::string options = asan && *asan ? std::string(asan) + ":" : "";
-  // CLOCK_MONOTONIC stays right on a host whose wall clock is wrong.
-  return {{"FAKETIME_DONT_FAKE_MONOTONIC", "1"},
-          {"ASAN_OPTIONS", options + "verify_asan_link_order=0"}};
-}
-
 Command once_per_job(const TestEnv& env, const std::string& offset) {
-  return env.command(
-      {"faketime", "-f", offset, TestEnv::clock_binary(), "run", "--once-per",
-       std::to_string(k_period.count()) + "ms", "-r", "job", "--", "sh", "-c", k_job},
-      faketime_env());
+  return env.clock_command(
+      {"run", "--once-per", std::to_string(k_period.count()) + "ms", "-r", "job", "--", "sh",
+       "-c", k_job},
+      skewed_clock_env(offset));
 }
 
 std::vector<long long> tokens_run(const TestEnv& env) {
@@ -97,8 +89,8 @@ TEST_SUITE("once per") {
   TEST_CASE(
       "five hosts with clocks spread over 60 s run a --once-per job once per period, around "
       "each period's end; a failed run lets the next request of the period run") {
-    if (std::system("command -v faketime >/dev/null 2>&1") != 0) {
-      FAIL("faketime is not installed (packaging/install-deps.sh installs it)");
+    if (libfaketime_path().empty()) {
+      FAIL("libfaketime is not installed (packaging/install-deps.sh installs it)");
       return;
     }
     TestEnv env;
