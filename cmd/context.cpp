@@ -18,7 +18,8 @@ std::unique_ptr<store::Store> Context::open_store() const {
   return store::open_store({.url = settings.database_url,
                             .pg_schema = settings.pg_schema,
                             .connect_timeout = settings.connect_timeout,
-                            .allow_network_filesystem = settings.allow_network_filesystem});
+                            .allow_network_filesystem = settings.allow_network_filesystem,
+                            .watch_lease = settings.watch_lease});
 }
 
 lock::OwnerCredential Context::owner_or_new() const {

@@ -162,6 +162,7 @@ Action register_run(CLI::App& app) {
     std::optional<std::string> jitter;
     std::optional<std::string> max_runtime;
     std::optional<std::string> once_per;
+    bool watch_lease = false;
     std::vector<std::string> command;
   };
   auto options = std::make_shared<Options>();
@@ -190,6 +191,11 @@ Action register_run(CLI::App& app) {
       "Run at most once successfully per D across all hosts: skip (exit 0, or -E's code; "
       "recorded as skipped) when a run that exited 0 was granted at or after the database's "
       "now - D; a failed, killed or lost run does not count");
+  command->add_flag(
+      "--watch-lease", options->watch_lease,
+      "PostgreSQL: keep one connection that LISTENs for the loss of the lease, so that a forced "
+      "release stops the command within a second, not at the next renewal (SQLite always "
+      "does; not through pgbouncer)");
   command->footer(
       "Examples:\n"
       "  clock run -r bootstrap -- ./install.sh\n"
@@ -233,6 +239,8 @@ Action register_run(CLI::App& app) {
     // not between the grant and the command's start.
     run::Guard guard;
     start_jitter(jitter);
+    if (options->watch_lease)
+      context.settings.watch_lease = true;
     auto store = context.open_store();
     store::Acquired acquired;
     try {

@@ -165,7 +165,7 @@ _clock()
         renew) opts='-r --resource --owner --ttl' ;;
         status) opts='--format --all' ;;
         history) opts='--limit --event --format' ;;
-        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --once-per --" ;;
+        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --once-per --watch-lease --" ;;
         gc) opts='--dry-run --history-older-than' ;;
         init) opts='--print-sql' ;;
         *) return ;;

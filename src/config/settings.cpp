@@ -61,7 +61,7 @@ class FileReader {
         {"",
          {"database", "namespace", "log_level", "log_format", "lock", "postgres", "gc", "sqlite"}},
         {"lock", {"ttl", "heartbeat", "kill_after"}},
-        {"postgres", {"schema", "connect_timeout"}},
+        {"postgres", {"schema", "connect_timeout", "watch_lease"}},
         {"gc", {"history_retention", "batch_size"}},
         {"sqlite", {"allow_network_filesystem"}}};
     check_table(m_table, "", k_known);
@@ -240,6 +240,8 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
     settings.pg_schema = *v;
   if (auto v = reader.duration("postgres.connect_timeout"))
     settings.connect_timeout = *v;
+  if (auto v = reader.boolean("postgres.watch_lease"))
+    settings.watch_lease = *v;
   if (auto v = reader.duration("gc.history_retention"))
     settings.history_retention = *v;
   if (auto v = reader.integer("gc.batch_size", 1, 1'000'000)) {

@@ -30,6 +30,7 @@ struct Settings {
   std::optional<milliseconds> kill_after;  // none: run::default_kill_after(ttl)
   milliseconds connect_timeout{5'000};
   std::string pg_schema = "clock";
+  bool watch_lease = false;  // clock run on PostgreSQL: LISTEN for the loss of its lease
   std::optional<milliseconds> history_retention;  // gc prunes history older than this
   int gc_batch_size = 1000;
   bool allow_network_filesystem = false;

@@ -198,6 +198,10 @@ void Heartbeat::run() {
       if (!check(lock))
         return;
       next_check = Clock::now() + *m_lease.check_interval;
+      // A check may have borrowed the connection (PostgreSQL reads the lease
+      // when its watch heard of a loss): give it back once idle.
+      if (rests && next_rest == time_point::max())
+        next_rest = Clock::now() + *m_lease.rest_after;
       continue;
     }
     lock.unlock();

@@ -12,6 +12,9 @@ struct StoreOptions {
   std::string pg_schema;
   std::chrono::milliseconds connect_timeout{};  // 0: libpq's own (none)
   bool allow_network_filesystem = false;        // SQLite on NFS/CIFS: refused unless set
+  // A PostgreSQL holder keeps a connection that LISTENs for the loss of its
+  // lease (postgres/lease_watch.hpp); SQLite always watches, at no cost.
+  bool watch_lease = false;
 };
 
 }  // namespace clk::store

@@ -59,6 +59,8 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   pid_t pid() const { return m_pid; }
+  // Where its stderr goes (readable while it runs).
+  const fs::path& err_path() const { return m_err_path; }
   // True until the process has exited (and has been reaped by wait/running).
   bool running();
   void signal(int signal_number);

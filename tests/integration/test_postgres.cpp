@@ -155,6 +155,26 @@ TEST_SUITE("stress") {
     CHECK_EXIT(env.clock({"init"}, through_bouncer), 0);
     check_contention(env, 8, 25, through_bouncer);
   }
+
+  TEST_CASE(
+      "--watch-lease through pgbouncer says that notifications cannot arrive there, keeps no "
+      "connection for it, and the run goes on" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    std::string url = pg::pgbouncer_url(env);
+    if (url.empty()) {
+      MESSAGE("skipped: CLOCK_TEST_PGBOUNCER_URL is not set (with-postgres.sh found no pgbouncer)");
+      return;
+    }
+    std::map<std::string, std::string> through_bouncer = {{"CLOCK_DATABASE_URL", url}};
+    Result result =
+        env.clock({"run", "-v", "--watch-lease", "-r", "x", "--", "sleep", "1"}, through_bouncer);
+    CHECK_EXIT(result, 0);
+    CHECK_MESSAGE(result.err.find("--watch-lease: notifications do not come through this "
+                                  "connection") != std::string::npos,
+                  result.err);
+    CHECK(result.err.find("listening for the loss") == std::string::npos);
+  }
 }
 
 TEST_SUITE("postgres") {

@@ -107,6 +107,7 @@ kill_after = "3s"
 [postgres]
 schema = "locks"
 connect_timeout = "2s"
+watch_lease = true
 
 [gc]
 history_retention = "30d"
@@ -134,6 +135,7 @@ TEST_SUITE("config::settings") {
     CHECK_FALSE(s.kill_after.has_value());
     CHECK(s.connect_timeout == 5s);
     CHECK(s.pg_schema == "clock");
+    CHECK_FALSE(s.watch_lease);
     CHECK_FALSE(s.history_retention.has_value());
     CHECK(s.gc_batch_size == 1000);
     CHECK_FALSE(s.allow_network_filesystem);
@@ -155,6 +157,7 @@ TEST_SUITE("config::settings") {
     CHECK(*s.kill_after == 3s);
     CHECK(s.pg_schema == "locks");
     CHECK(s.connect_timeout == 2s);
+    CHECK(s.watch_lease);
     REQUIRE(s.history_retention.has_value());
     CHECK(*s.history_retention == milliseconds(30LL * 86'400'000));
     CHECK(s.gc_batch_size == 50);

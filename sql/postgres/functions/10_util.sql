@@ -86,6 +86,19 @@ CREATE OR REPLACE FUNCTION @schema@.notify_change() RETURNS void
 LANGUAGE sql
 AS $$ SELECT pg_notify('@schema_name@_changed', '') $$;
 
+-- Tells each owner in p_owners that a lease of its was removed by someone
+-- else (forced, or found expired): `clock run --watch-lease` LISTENs on this
+-- channel and stops its command within a second instead of at its next
+-- renewal. Sent on commit, one notification per owner (the payload is the
+-- owner id, which is public: it lets nobody act on the lease). Returns how
+-- many.
+CREATE OR REPLACE FUNCTION @schema@.notify_lost(p_owners uuid[]) RETURNS bigint
+LANGUAGE sql
+AS $$
+  SELECT count(pg_notify('@schema_name@_lost', o::text))
+  FROM (SELECT DISTINCT o FROM unnest(p_owners) AS t(o)) AS owners
+$$;
+
 -- Lease and waiter rows as JSON for the store: instants in microseconds.
 CREATE OR REPLACE FUNCTION @schema@.lease_json(l @schema@.leases, p_now timestamptz) RETURNS jsonb
 LANGUAGE sql STABLE

@@ -244,7 +244,7 @@ END $$;
 -- `clock release --force`): live leases are recorded as 'forced' with
 -- p_forced_by and the database role, expired ones as 'expired'. Waiters stay
 -- queued. The next grant draws a new, larger token, so the old holder's
--- fenced writes fail. Returns {"released": [{resource, holders_removed}…]}.
+-- fenced writes fail; the old holders are notified (notify_lost). Returns {"released": [{resource, holders_removed}…]}.
 CREATE OR REPLACE FUNCTION @schema@.force_release(p_namespace text, p_resources text[], p_forced_by text)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
@@ -257,6 +257,8 @@ DECLARE
   v_released jsonb := '[]';
   v_count integer;
   v_total integer := 0;
+  v_owners uuid[];
+  v_removed uuid[] := '{}';
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
   PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
@@ -266,18 +268,24 @@ BEGIN
     WITH gone AS (
       DELETE FROM @schema@.leases
       WHERE namespace = p_namespace AND resource = p_resources[i]
-      RETURNING *)
-    INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                  host, ip, pid, user_name, command, forced_by)
-    SELECT v_now, CASE WHEN expires_at <= v_now THEN 'expired' ELSE 'forced' END, namespace,
-           resource, owner, mode, token, v_now - acquired_at, host, ip, pid, user_name, command,
-           CASE WHEN expires_at <= v_now THEN '' ELSE coalesce(p_forced_by, '') END
-    FROM gone;
-    GET DIAGNOSTICS v_count = ROW_COUNT;
+      RETURNING *),
+    recorded AS (
+      INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                    host, ip, pid, user_name, command, forced_by)
+      SELECT v_now, CASE WHEN expires_at <= v_now THEN 'expired' ELSE 'forced' END, namespace,
+             resource, owner, mode, token, v_now - acquired_at, host, ip, pid, user_name, command,
+             CASE WHEN expires_at <= v_now THEN '' ELSE coalesce(p_forced_by, '') END
+      FROM gone
+      RETURNING owner)
+    SELECT count(*), array_agg(owner) INTO v_count, v_owners FROM recorded;
+    v_removed := v_removed || coalesce(v_owners, '{}');
     v_total := v_total + v_count;
     v_released := v_released || jsonb_build_object('resource', p_resources[i],
                                                    'holders_removed', v_count);
   END LOOP;
-  IF v_total > 0 THEN PERFORM @schema@.notify_change(); END IF;
+  IF v_total > 0 THEN
+    PERFORM @schema@.notify_change();
+    PERFORM @schema@.notify_lost(v_removed);
+  END IF;
   RETURN jsonb_build_object('now', @schema@.usec(v_now), 'released', v_released);
 END $$;

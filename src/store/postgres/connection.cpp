@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -521,18 +522,22 @@ void Connection::run_migrations(const std::string& script) {
   }
 }
 
+void Connection::listen(Session& s, const std::string& channel, steady_clock::time_point until) {
+  ArmedTimer timer(*m_timer, s.conn.sock(), std::min(until, statement_deadline()));
+  s.listener = std::make_unique<ChangeListener>(s.conn, channel);
+  // Through pgbouncer (transaction mode) the backend that ran LISTEN is
+  // not ours: its pid differs from the one the pooler gave the client.
+  pqxx::nontransaction tx(s.conn);
+  s.direct = tx.exec("SELECT pg_backend_pid()").at(0).at(0).as<int>() == s.conn.backendpid();
+}
+
 void Connection::await(const std::string& channel, const std::string& wanted,
                        steady_clock::duration timeout) {
   const auto until = steady_clock::now() + timeout;
   try {
     Session& s = session();
     if (!s.listener) {
-      ArmedTimer timer(*m_timer, s.conn.sock(), std::min(until, statement_deadline()));
-      s.listener = std::make_unique<ChangeListener>(s.conn, channel);
-      // Through pgbouncer (transaction mode) the backend that ran LISTEN is
-      // not ours: its pid differs from the one the pooler gave the client.
-      pqxx::nontransaction tx(s.conn);
-      s.direct = tx.exec("SELECT pg_backend_pid()").at(0).at(0).as<int>() == s.conn.backendpid();
+      listen(s, channel, until);
       return;
     }
     s.listener->wanted = wanted;
@@ -555,6 +560,25 @@ void Connection::await(const std::string& channel, const std::string& wanted,
   // that frees the lock may come within it, and nobody would notify this
   // waiter of it (its LISTEN went with the connection).
   std::this_thread::sleep_until(std::min(until, steady_clock::now() + m_await_backoff.next()));
+}
+
+bool Connection::take_notification(const std::string& channel, const std::string& wanted) {
+  Session& s = session();  // throws when the server cannot be reached
+  try {
+    if (!s.listener) {
+      listen(s, channel, statement_deadline());
+      s.listener->wanted = wanted;
+      return true;  // what happened before the LISTEN is not known
+    }
+    s.listener->wanted = wanted;
+    s.conn.get_notifs();
+    return std::exchange(s.listener->woken, false);
+  } catch (const std::exception& e) {
+    spdlog::debug("lost the PostgreSQL connection that listens for {}: {}", channel,
+                  one_line(e.what()));
+    drop();
+    return true;  // a notification may have been lost with it
+  }
 }
 
 bool Connection::notified_directly() const {

@@ -125,6 +125,13 @@ class Connection {
   void await(const std::string& channel, const std::string& wanted,
              std::chrono::steady_clock::duration timeout);
 
+  // Whether a notification on `channel` with payload `wanted` (or empty) has
+  // arrived since the last call, without waiting: also true at the first
+  // call on a connection (it LISTENs then; what came before is not known)
+  // and when the connection broke (it is dropped; the next call reopens it).
+  // Throws clk::Error like call() when no connection can be opened.
+  bool take_notification(const std::string& channel, const std::string& wanted);
+
   // Whether notifications reach this connection: it LISTENs, on the server
   // backend it talks to itself. Through a pooler in transaction mode
   // (pgbouncer) the LISTEN lands on a pooled backend and notifications are
@@ -138,6 +145,8 @@ class Connection {
   struct Session;
   Session& session();
   void drop() noexcept;
+  // LISTENs on `channel`, noting whether notifications reach this client.
+  void listen(Session& s, const std::string& channel, std::chrono::steady_clock::time_point until);
   std::chrono::steady_clock::time_point statement_deadline() const;
   // Runs body(Session&), translating libpqxx's exceptions (defined in the .cpp).
   template <typename Body>

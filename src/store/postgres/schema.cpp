@@ -99,6 +99,10 @@ std::string notify_channel(const std::string& schema) {
   return schema + "_changed";
 }
 
+std::string lost_channel(const std::string& schema) {
+  return schema + "_lost";
+}
+
 std::string substitute(std::string_view sql, const std::string& schema) {
   validate_schema_name(schema);
   std::string text(sql);

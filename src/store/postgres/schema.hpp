@@ -25,6 +25,10 @@ std::string quoted(const std::string& schema);
 // The channel that the SQL functions notify on a change (001_schema.sql).
 std::string notify_channel(const std::string& schema);
 
+// The channel on which a holder hears that its lease was taken: the payload
+// is the owner id (notify_lost in sql/postgres/functions/10_util.sql).
+std::string lost_channel(const std::string& schema);
+
 // A migration's SQL with @schema@ (quoted) and @schema_name@ (bare) replaced.
 std::string substitute(std::string_view sql, const std::string& schema);
 

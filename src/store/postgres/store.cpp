@@ -66,6 +66,12 @@ constexpr seconds k_renew_patience{3};
 constexpr seconds k_release_patience{30};
 constexpr seconds k_after_deadline_patience{1};
 constexpr seconds k_command_patience{10};  // status, history, gc, init
+// A holder's look at its lease between renewals: short, since the heartbeat
+// thread that asks also renews (and the next renewal finds a loss anyway).
+constexpr seconds k_check_patience{1};
+// How often a watching holder drains its notifications: a socket read, no
+// round trip.
+constexpr milliseconds k_watch_interval{200};
 
 }  // namespace
 
@@ -233,7 +239,11 @@ class PostgresStore::Impl {
 };
 
 PostgresStore::PostgresStore(const StoreOptions& options)
-    : m_impl(std::make_unique<Impl>(options)) {}
+    : m_impl(std::make_unique<Impl>(options)) {
+  if (options.watch_lease)
+    m_watch = std::make_unique<pg::LeaseWatch>(options.url, options.connect_timeout,
+                                               pg::lost_channel(options.pg_schema));
+}
 
 PostgresStore::~PostgresStore() = default;
 
@@ -327,13 +337,22 @@ void PostgresStore::renew(const RenewRequest& request) {
     throw refusal_error(Operation::renew, lost.front(), request.owner);
 }
 
+std::optional<milliseconds> PostgresStore::still_holds_interval() const {
+  if (!m_watch)
+    return std::nullopt;
+  return k_watch_interval;
+}
+
 bool PostgresStore::still_holds(const RenewRequest& held) {
+  if (m_watch && !m_watch->may_have_lost(held.owner.str()))
+    return true;
+  m_impl->patience(k_check_patience);
   for (std::size_t i = 0; i < held.resources.size(); ++i) {
     const auto& resource = held.resources[i];
     StatusQuery query;
     query.ns = held.ns;
     query.prefix = resource;
-    auto snapshot = status(query);
+    auto snapshot = status_within(query);
     bool found = std::any_of(snapshot.holders.begin(), snapshot.holders.end(),
                              [&](const lock::Lease& lease) {
                                return lease.resource == resource && lease.owner == held.owner &&

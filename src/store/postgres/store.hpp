@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "store/postgres/lease_watch.hpp"
 #include "store/postgres/rows.hpp"
 #include "store/store.hpp"
 #include "store/store_options.hpp"
@@ -51,11 +52,11 @@ class PostgresStore final : public Store {
   // own schedule.
   void renew(const RenewRequest& request) override;
   // A read of the status function per resource: a round trip each, so it is
-  // not polled (still_holds_interval() is none).
+  // asked only when the lease watch (options.watch_lease) heard of a loss or
+  // cannot tell; without the watch still_holds_interval() is none and a loss
+  // is found by the next renewal.
   bool still_holds(const RenewRequest& held) override;
-  std::optional<std::chrono::milliseconds> still_holds_interval() const override {
-    return std::nullopt;
-  }
+  std::optional<std::chrono::milliseconds> still_holds_interval() const override;
   // A dropped connection is not simply retried (a second try would undo
   // another re-entry): with request.tokens and depths the lease is looked up
   // and the release sent again only if it did not take effect, for up to
@@ -82,6 +83,7 @@ class PostgresStore final : public Store {
 
   class Impl;
   std::unique_ptr<Impl> m_impl;
+  std::unique_ptr<postgres::LeaseWatch> m_watch;  // with options.watch_lease
 };
 
 }  // namespace clk::store
