@@ -99,6 +99,22 @@ AS $$
   FROM (SELECT DISTINCT o FROM unnest(p_owners) AS t(o)) AS owners
 $$;
 
+-- Records leases removed because they had expired: an 'expired' event each,
+-- at the instant it lapsed, and a notice to each owner (notify_lost).
+-- Returns how many.
+CREATE OR REPLACE FUNCTION @schema@.record_expired(p_gone @schema@.leases[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF coalesce(cardinality(p_gone), 0) = 0 THEN RETURN 0; END IF;
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                host, ip, pid, user_name, command)
+  SELECT expires_at, 'expired', namespace, resource, owner, mode, token,
+         expires_at - acquired_at, host, ip, pid, user_name, command
+  FROM unnest(p_gone);
+  PERFORM @schema@.notify_lost(array(SELECT owner FROM unnest(p_gone)));
+  RETURN cardinality(p_gone);
+END $$;
+
 -- Lease and waiter rows as JSON for the store: instants in microseconds.
 CREATE OR REPLACE FUNCTION @schema@.lease_json(l @schema@.leases, p_now timestamptz) RETURNS jsonb
 LANGUAGE sql STABLE

@@ -143,32 +143,22 @@ BEGIN
   END IF;
 END $$;
 
--- Removes the expired leases related to one resource, recording each as
--- expired at the instant it lapsed and notifying its owner (notify_lost).
+-- Removes the expired leases related to one resource (record_expired).
 -- Returns how many.
 CREATE OR REPLACE FUNCTION @schema@.expire_related(p_namespace text, p_resource text, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   v_up text[] := array_prepend(p_resource, @schema@.ancestors(p_resource));
-  v_count integer;
-  v_owners uuid[];
+  v_gone @schema@.leases[];
 BEGIN
   WITH gone AS (
     DELETE FROM @schema@.leases
     WHERE namespace = p_namespace AND expires_at <= p_now
       AND (resource = ANY (v_up) OR (resource > p_resource || '.' AND resource < p_resource || '/'))
-    RETURNING *),
-  recorded AS (
-    INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                  host, ip, pid, user_name, command)
-    SELECT expires_at, 'expired', namespace, resource, owner, mode, token,
-           expires_at - acquired_at, host, ip, pid, user_name, command
-    FROM gone
-    RETURNING owner)
-  SELECT count(*), array_agg(owner) INTO v_count, v_owners FROM recorded;
-  IF v_count > 0 THEN PERFORM @schema@.notify_lost(v_owners); END IF;
-  RETURN v_count;
+    RETURNING *)
+  SELECT array_agg(gone::@schema@.leases) INTO v_gone FROM gone;
+  RETURN @schema@.record_expired(v_gone);
 END $$;
 
 -- "Waits for" edges out of a set of owners: an owner with a live queue entry

@@ -121,7 +121,7 @@ DECLARE
   v_leases bigint;
   v_waiters bigint;
   v_history bigint;
-  v_owners uuid[];
+  v_gone @schema@.leases[];
 BEGIN
   IF p_dry_run THEN
     SELECT count(*) INTO v_leases FROM @schema@.leases WHERE expires_at <= v_now;
@@ -137,16 +137,9 @@ BEGIN
       DELETE FROM @schema@.leases l USING batch b
       WHERE l.namespace = b.namespace AND l.resource = b.resource AND l.owner = b.owner
         AND l.expires_at <= v_now
-      RETURNING l.*),
-    recorded AS (
-      INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                    host, ip, pid, user_name, command)
-      SELECT expires_at, 'expired', namespace, resource, owner, mode, token,
-             expires_at - acquired_at, host, ip, pid, user_name, command
-      FROM gone
-      RETURNING owner)
-    SELECT count(*), array_agg(owner) INTO v_leases, v_owners FROM recorded;
-    IF v_leases > 0 THEN PERFORM @schema@.notify_lost(v_owners); END IF;
+      RETURNING l.*)
+    SELECT array_agg(gone::@schema@.leases) INTO v_gone FROM gone;
+    v_leases := @schema@.record_expired(v_gone);
     DELETE FROM @schema@.waiters
     WHERE position IN (SELECT position FROM @schema@.waiters WHERE expires_at <= v_now
                        ORDER BY expires_at LIMIT p_batch FOR UPDATE SKIP LOCKED)
