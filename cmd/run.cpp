@@ -97,6 +97,10 @@ int release_after_run(store::Store& store, const LockPlan& plan,
     release.tokens.push_back(grant.token);
     release.depths.push_back(grant.depth);
   }
+  // Renewed no later than last_held, so it lapses by then + TTL (the margin
+  // covers the renewal's own round trip).
+  if (plan.request.ttl > std::chrono::milliseconds(0))
+    release.expires_by = end.last_held + plan.request.ttl + std::chrono::seconds(1);
   try {
     store.release(release);
   } catch (const Error& error) {

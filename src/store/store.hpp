@@ -130,6 +130,11 @@ struct ReleaseRequest {
   // looked up and sent again only if it did not take effect (SPEC §5).
   std::vector<lock::Token> tokens;
   std::vector<int> depths;
+  // When the lease expires on its own at the latest (clock run: the last
+  // moment it was known held, plus its TTL): trying past it through server
+  // trouble frees nothing, so a run that lost its lease in an outage exits
+  // then rather than after the release's whole patience. None: unknown.
+  std::optional<std::chrono::steady_clock::time_point> expires_by;
 };
 
 struct Released {

@@ -365,7 +365,12 @@ bool PostgresStore::still_holds(const RenewRequest& held) {
 }
 
 std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
-  m_impl->patience(k_release_patience);
+  steady_clock::duration patience = k_release_patience;
+  if (request.expires_by) {
+    patience = std::clamp<steady_clock::duration>(*request.expires_by - steady_clock::now(),
+                                                  k_after_deadline_patience, k_release_patience);
+  }
+  m_impl->patience(patience);
   std::vector<Refused> failures;
   pg::ReleaseReply reply;
   if (request.force) {
