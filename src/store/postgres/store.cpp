@@ -162,11 +162,10 @@ class PostgresStore::Impl {
       return;
     auto now = steady_clock::now();
     if (front && m_front && m_looked != steady_clock::time_point{} && *front > *m_front) {
-      // Averaged with the last measure, so that one quick look does not
-      // make the next ones too eager.
+      // The latest measure alone: a queue speeds up once its waiters
+      // start coming in time, and an older, slower one would keep them late.
       double seconds = std::max(duration<double>(now - m_looked).count(), 0.001);
-      double rate = static_cast<double>(*front - *m_front) / seconds;
-      m_rate = m_rate ? (*m_rate + rate) / 2 : rate;
+      m_rate = static_cast<double>(*front - *m_front) / seconds;
       m_unmoved = 0;
     } else if (front && m_front && *front == *m_front) {
       ++m_unmoved;
@@ -180,15 +179,16 @@ class PostgresStore::Impl {
     m_looked = now;
   }
 
-  // Borrowed, not held (SPEC §3): only the first two waiters of a queue keep
-  // their connection, to LISTEN: a release or a departure notifies the first
-  // waiters (notify_heads), and the second is then already listening when
-  // the first's turn ends, so even a queue of short jobs hands over at a
-  // notification's pace. Through a pooler (no notifications) only the first
-  // keeps its client connection, and polls every 50 ms with an attempt that
-  // takes no lock (try_acquire's fast path 0). Every other waiter closes its
-  // connection and looks again at its pace(); the attempt that finds it
-  // among the first makes it LISTEN.
+  // Borrowed, not held (SPEC §3): only the first three waiters of a queue
+  // keep their connection, to LISTEN: a release or a departure notifies the
+  // first waiters (notify_heads), and the next ones are then already
+  // listening when the first one's turn ends, so even a queue of short jobs
+  // hands over at a notification's pace, and a waiter further back has two
+  // turns' time to come and listen. Through a pooler (no notifications) only
+  // the first keeps its client connection, and polls every 50 ms with an
+  // attempt that takes no lock (try_acquire's fast path 0). Every other
+  // waiter closes its connection and looks again at its pace(); the attempt
+  // that finds it among the first makes it LISTEN.
   void wait_for_change(steady_clock::time_point until) {
     auto now = steady_clock::now();
     if (until <= now)
@@ -220,9 +220,9 @@ class PostgresStore::Impl {
   }
 
   // How many entries may be ahead of a waiter that keeps its connection:
-  // one where notifications arrive (the first two listen), none through a
+  // two where notifications arrive (the first three listen), none through a
   // pooler (only the first polls). Until a LISTEN has told which, taken as
-  // direct, so that the second waiter connects and finds out.
+  // direct, so that the second and third waiters connect and find out.
   int listeners_ahead() {
     if (m_conn.listening())
       m_notified = m_conn.notified_directly();
@@ -232,33 +232,38 @@ class PostgresStore::Impl {
   // How long a waiter that keeps no connection sleeps before it looks again.
   // While the queue moves: until it is due among the waiters that keep one,
   // at the speed the first entry ahead moved since the last look (in queue
-  // positions, so however far back), a fifth early and jittered by a tenth,
-  // and at most 50 ms per entry ahead (a speed measured while the queue
+  // positions, so however far back), a third early (0.6-0.75 of the time),
+  // and at most 30 ms per entry ahead (a speed measured while the queue
   // starts, or while its waiters come late, is too slow to go by); a queue
   // of short jobs then finds its next waiters already listening, with a few
   // looks per waiter however long the queue. Otherwise (the first
   // look, or the queue did not move) 20 ms per entry ahead (a short job's
-  // turn: a slower step would hold a queue of short jobs to its pace),
-  // doubled each time its place did not move, at most a second per entry
-  // ahead. waiting.cpp bounds it by a third of the queue entry's lifetime
-  // (10 s with the default TTL), which keeps the entry alive.
+  // turn: a slower step would hold a queue of short jobs to its pace; past
+  // the count's bound, per position), doubled each time its place did not
+  // move, at most a second per entry ahead. waiting.cpp bounds it by a
+  // third of the queue entry's lifetime (10 s with the default TTL), which
+  // keeps the entry alive.
   steady_clock::duration pace() {
     const int ahead = std::max(1, m_ahead);
+    // Past the count's bound, how far back in positions.
+    int far = ahead;
+    if (m_ahead >= k_ahead_counted && m_mine && m_front && *m_mine > *m_front)
+      far = static_cast<int>(std::min<std::int64_t>(*m_mine - *m_front, 1'000'000));
     if (m_rate && m_unmoved == 0 && m_mine && m_front && *m_mine > *m_front) {
       // Positions of other resources' entries may fall between: one entry
       // ahead spans `step` positions on average, where all were counted.
       double distance = static_cast<double>(*m_mine - *m_front);
       double step = m_ahead < k_ahead_counted ? distance / ahead : 1.0;
       double due = std::max(distance - listeners_ahead() * step, step);
-      std::uniform_real_distribution<double> jitter(0.72, 0.88);
+      std::uniform_real_distribution<double> jitter(0.6, 0.75);
       auto wait = duration<double>(due / *m_rate * jitter(m_random));
       return std::clamp<steady_clock::duration>(duration_cast<milliseconds>(wait), k_pace_least,
-                                                k_pace_moving * ahead);
+                                                k_pace_moving * far);
     }
-    milliseconds base = k_pace_step * ahead;
-    for (int i = 0; i < m_unmoved && base < k_pace_cap * ahead; ++i)
+    milliseconds base = k_pace_step * far;
+    for (int i = 0; i < m_unmoved && base < k_pace_cap * far; ++i)
       base *= 2;
-    base = std::min(base, k_pace_cap * ahead);
+    base = std::min(base, k_pace_cap * far);
     std::uniform_real_distribution<double> jitter(0.75, 1.25);
     return duration_cast<milliseconds>(base * jitter(m_random));
   }
@@ -267,11 +272,11 @@ class PostgresStore::Impl {
   void rest() { m_conn.close_if_idle(k_idle); }
 
   static constexpr milliseconds k_idle{1000};
-  static constexpr int k_listeners = 2;
+  static constexpr int k_listeners = 3;
   static constexpr milliseconds k_pace_step{20};
   static constexpr milliseconds k_pace_least{10};
   static constexpr int k_ahead_counted = 64;  // try_acquire counts entries ahead up to this
-  static constexpr milliseconds k_pace_moving{50};
+  static constexpr milliseconds k_pace_moving{30};
   static constexpr milliseconds k_pace_cap{1000};
 
  private:
