@@ -127,8 +127,10 @@ wanted queue.pg && herd m8.queue.pg "$url" "$queue" 1
 wanted queue.pgbouncer && herd m8.queue.pgbouncer "$pgb" "$queue" 1
 
 # 8c: 200 waiters behind a holder, through pgbouncer and direct: the server's
-# transactions per second while they wait (after their start-up burst) and
-# the role's peak client backends then, then the hand-over once it lets go.
+# transactions per second while they wait (5-15 s after they queued, while
+# their looks still slow down, and 15-25 s, at their steady pace; direct, a
+# look is two: the backend's start and the attempt) and the role's peak
+# client backends then, then the hand-over once it lets go.
 wait200() {
   local key=$1 u=$2 dir=$work/$1 i x0 x1 holder bad pid
   rm -rf "$dir" && mkdir -p "$dir"
@@ -154,19 +156,24 @@ wait200() {
   x0=$(xacts)
   sleep 10
   x1=$(xacts)
+  # and once their looks have slowed to their steady pace
+  sleep 10
+  x2=$(xacts)
   touch "$dir/peak.stop"
   wait "$sampler"
   touch "$dir/go"
   wait "$holder" || true
   bad=0
   for pid in "${waiters[@]}"; do wait "$pid" || bad=$((bad + 1)); done
-  python3 - "$dir" "$(((x1 - x0) / 10))" "$bad" "$key" "$(cat "$dir/peak")" <<'EOF' >>"$BENCH_RESULTS"
+  python3 - "$dir" "$(((x1 - x0) / 10))" "$bad" "$key" "$(cat "$dir/peak")" "$(((x2 - x1) / 10))" <<'EOF' >>"$BENCH_RESULTS"
 import glob, json, sys
 d, xps, bad, key, peak = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+xps_later = int(sys.argv[6])
 spans = sorted((int(open(s).read()), int(open(s[:-6] + ".end").read())) for s in glob.glob(f"{d}/job.*.start"))
 gaps = sorted((b[0] - a[1]) / 1e6 for a, b in zip(spans, spans[1:]))
 print(json.dumps({"key": key, "unit": "ms", "median": gaps[len(gaps) // 2],
                   "p90": gaps[int(len(gaps) * 0.9)], "xact_per_s": xps,
+                  "xact_per_s_later": xps_later,
                   "peak_backends_waiting": peak, "failed": bad, "ran": len(spans),
                   "overlaps": sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1])}))
 EOF
