@@ -53,6 +53,18 @@ class BudgetRole {
     return std::stoi(count.out);
   }
 
+  // How many of them have been open for more than `age` (a waiter's look
+  // opens one for some milliseconds; a listening waiter keeps its own).
+  int backends_older_than(const std::string& age) const {
+    Result count = psql(m_env, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + m_name +
+                                   "' AND backend_type = 'client backend' AND backend_start < "
+                                   "now() - interval '" +
+                                   age + "'");
+    INFO(count.describe());
+    REQUIRE(count.status == 0);
+    return std::stoi(count.out);
+  }
+
  private:
   const TestEnv& m_env;
   std::string m_name;
@@ -98,7 +110,7 @@ TEST_SUITE("borrowed connections") {
     // The holder's connection goes back after a second; the first three
     // waiters keep one each to LISTEN (the next is then awake when the
     // first one's turn ends); the three behind them hold none between attempts.
-    CHECK(await([&] { return role.backends() == 3; }, 30s));
+    CHECK(await([&] { return role.backends_older_than("3 s") == 3 && role.backends() == 3; }, 30s));
     // And the queue still serves them all, in order.
     env.let_go("holder");
     REQUIRE(env.await_started("first"));
