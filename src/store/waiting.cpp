@@ -135,8 +135,10 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   const auto patience = policy.nonblock ? start + k_nonblock_patience : deadline;
   store.set_acquire_deadline(patience);
   Trouble trouble;
-  // Waiters re-attempt often enough to keep their queue entry alive.
-  const auto refresh = waiter_lifetime(request.ttl) / 4;
+  // Waiters re-attempt often enough to keep their queue entry alive: the
+  // entry is rewritten once half its lifetime is gone, so at a third every
+  // other attempt writes it and one late attempt still finds it alive.
+  const auto refresh = waiter_lifetime(request.ttl) / 3;
   struct Finish {
     WaitObserver* observer;
     ~Finish() {

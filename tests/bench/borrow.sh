@@ -14,6 +14,9 @@
 #   8d  J jobs `sleep S` on distinct resources: backends held between heartbeats.
 # Sizes (the issue's targets in brackets; BENCH_QUICK=1 takes the smaller):
 # BENCH_BORROW_BURST [1000], BENCH_BORROW_QUEUE [500], BENCH_BORROW_JOBS [150].
+# BENCH_BORROW_ONLY="queue.pg wait200" runs some rows only (burst.pg,
+# burst.pgbouncer, queue.pg, queue.pgbouncer, wait200 (through pgbouncer),
+# wait200.pg (direct), sleepers).
 source "$(dirname "$0")/lib.sh"
 
 burst=${BENCH_BORROW_BURST:-$(reps 1000 200)}
@@ -26,7 +29,7 @@ role=clock_borrow_host
 psql_at "$BENCH_PG_URL" "DROP DATABASE IF EXISTS $db" >/dev/null
 psql_at "$BENCH_PG_URL" "CREATE DATABASE $db" >/dev/null
 admin_url=$(pg_url $db)
-init_store "$admin_url"
+"$BENCH_CLOCK" --database "$admin_url" init >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -v schema=clock -d "$admin_url" \
   -f "$bench_dir/../../sql/postgres/roles.sql" >/dev/null
 psql_at "$admin_url" "DROP ROLE IF EXISTS $role" >/dev/null
@@ -37,24 +40,31 @@ url="$admin_url user=$role"
 pgb=$(pgb_url $db)
 work=$BENCH_WORK/m8
 mkdir -p "$work"
+only=${BENCH_BORROW_ONLY:-burst.pg burst.pgbouncer queue.pg queue.pgbouncer wait200 wait200.pg sleepers}
+wanted() { [[ " $only " == *" $1 "* ]]; }
 
 # backends: the role's client backends now.
+# (Asked in another database, so that the sampler's own transactions do not
+# count in this one's.)
 backends() {
-  psql_at "$admin_url" "SELECT count(*) FROM pg_stat_activity
+  psql_at "$BENCH_PG_URL" "SELECT count(*) FROM pg_stat_activity
                         WHERE usename = '$role' AND backend_type = 'client backend'"
 }
-# sample_peak FILE: until FILE.stop exists, the largest count of backends so far in FILE.
+# sample_peak FILE: until FILE.stop exists, the largest count of backends so
+# far in FILE, and in FILE.at when it was first seen (ms since the sampler began).
 sample_peak() {
-  local peak=0 n
+  local peak=0 n t0
+  t0=$(date +%s%N)
+  echo 0 >"$1.at"
   while [[ ! -e $1.stop ]]; do
     n=$(backends)
-    ((n > peak)) && peak=$n && echo "$peak" >"$1"
+    ((n > peak)) && peak=$n && echo "$peak" >"$1" && echo $((($(date +%s%N) - t0) / 1000000)) >"$1.at"
     sleep 0.02
   done
   echo "$peak" >"$1"
 }
 # xacts: committed and rolled back transactions of the database so far.
-xacts() { psql_at "$admin_url" "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$db'"; }
+xacts() { psql_at "$BENCH_PG_URL" "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$db'"; }
 
 # herd KEY URL COUNT RESOURCE-PREFIX SAME: COUNT `clock run` at once; SAME=1
 # puts them all on one resource. Each job stamps its start and end.
@@ -84,9 +94,10 @@ herd() {
   touch "$dir/peak.stop"
   wait "$sampler"
   peak=$(cat "$dir/peak")
-  python3 - "$dir" "$n" "$(((t1 - t0) / 1000000))" "$peak" "$same" "$key" <<'EOF' >>"$BENCH_RESULTS"
+  python3 - "$dir" "$n" "$(((t1 - t0) / 1000000))" "$peak" "$same" "$key" "$(cat "$dir/peak.at")" <<'EOF' >>"$BENCH_RESULTS"
 import collections, glob, json, statistics, sys
 d, n, wall_ms, peak, same, key = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+peak_at = int(sys.argv[7])
 exits = collections.Counter(int(x) for x in open(f"{d}/exits").read().split())
 spans = []
 for start in glob.glob(f"{d}/job.*.start"):
@@ -97,7 +108,8 @@ for start in glob.glob(f"{d}/job.*.start"):
         pass
 spans.sort()
 record = {"key": key, "unit": "ms", "median": wall_ms, "count": n, "ran": len(spans),
-          "exits": {str(k): v for k, v in sorted(exits.items())}, "peak_backends": peak}
+          "exits": {str(k): v for k, v in sorted(exits.items())}, "peak_backends": peak,
+          "peak_at_ms": peak_at}
 if same and len(spans) > 1:
     gaps = [(b[0] - a[1]) / 1e6 for a, b in zip(spans, spans[1:])]
     record["overlaps"] = sum(1 for g in gaps if g < 0)
@@ -109,52 +121,70 @@ EOF
   say "  $key: $(tail -n 1 "$BENCH_RESULTS")"
 }
 
-herd m8.burst.pg "$url" "$burst" 0
-herd m8.burst.pgbouncer "$pgb" "$burst" 0
-herd m8.queue.pg "$url" "$queue" 1
-herd m8.queue.pgbouncer "$pgb" "$queue" 1
+wanted burst.pg && herd m8.burst.pg "$url" "$burst" 0
+wanted burst.pgbouncer && herd m8.burst.pgbouncer "$pgb" "$burst" 0
+wanted queue.pg && herd m8.queue.pg "$url" "$queue" 1
+wanted queue.pgbouncer && herd m8.queue.pgbouncer "$pgb" "$queue" 1
 
-# 8c: 200 waiters through pgbouncer behind a holder: the server's transactions
-# per second while they wait (after their start-up burst), then the hand-over.
-dir=$work/m8c
-rm -rf "$dir" && mkdir -p "$dir"
-# shellcheck disable=SC2016
-"$BENCH_CLOCK" --database "$pgb" run -r bench.c -- sh -c 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' \
-  "$dir/held" "$dir/go" </dev/null >/dev/null 2>&1 &
-holder=$!
-for _ in $(seq 300); do [[ -e $dir/held ]] && break; sleep 0.1; done
-waiters=()
-for i in $(seq 200); do
+# 8c: 200 waiters behind a holder, through pgbouncer and direct: the server's
+# transactions per second while they wait (5-15 s after they queued, while
+# their looks still slow down, and 15-25 s, at their steady pace; direct, a
+# look is two: the backend's start and the attempt) and the role's peak
+# client backends then, then the hand-over once it lets go.
+wait200() {
+  local key=$1 u=$2 dir=$work/$1 i x0 x1 holder bad pid
+  rm -rf "$dir" && mkdir -p "$dir"
   # shellcheck disable=SC2016
-  "$BENCH_CLOCK" --database "$pgb" run -r bench.c -- \
-    sh -c '"$0" "$1.start"; "$0" "$1.end"' "$BENCH_STAMP" "$dir/job.$i" </dev/null >/dev/null 2>&1 &
-  waiters+=($!)
-done
-for _ in $(seq 300); do
-  (($(psql_at "$admin_url" "SELECT count(*) FROM clock.waiters WHERE expires_at > now()") >= 200)) && break
-  sleep 0.2
-done
-sleep 5  # past the start-up burst
-x0=$(xacts)
-sleep 10
-x1=$(xacts)
-touch "$dir/go"
-wait "$holder" || true
-bad=0
-for pid in "${waiters[@]}"; do wait "$pid" || bad=$((bad + 1)); done
-python3 - "$dir" "$(((x1 - x0) / 10))" "$bad" <<'EOF' >>"$BENCH_RESULTS"
+  "$BENCH_CLOCK" --database "$u" run -r bench.c -- sh -c 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' \
+    "$dir/held" "$dir/go" </dev/null >/dev/null 2>&1 &
+  holder=$!
+  for _ in $(seq 300); do [[ -e $dir/held ]] && break; sleep 0.1; done
+  local waiters=()
+  for i in $(seq 200); do
+    # shellcheck disable=SC2016
+    "$BENCH_CLOCK" --database "$u" run -r bench.c -- \
+      sh -c '"$0" "$1.start"; "$0" "$1.end"' "$BENCH_STAMP" "$dir/job.$i" </dev/null >/dev/null 2>&1 &
+    waiters+=($!)
+  done
+  for _ in $(seq 300); do
+    (($(psql_at "$admin_url" "SELECT count(*) FROM clock.waiters WHERE expires_at > now()") >= 200)) && break
+    sleep 0.2
+  done
+  sleep 5  # past the start-up burst
+  sample_peak "$dir/peak" &
+  local sampler=$!
+  x0=$(xacts)
+  sleep 10
+  x1=$(xacts)
+  # and once their looks have slowed to their steady pace
+  sleep 10
+  x2=$(xacts)
+  touch "$dir/peak.stop"
+  wait "$sampler"
+  touch "$dir/go"
+  wait "$holder" || true
+  bad=0
+  for pid in "${waiters[@]}"; do wait "$pid" || bad=$((bad + 1)); done
+  python3 - "$dir" "$(((x1 - x0) / 10))" "$bad" "$key" "$(cat "$dir/peak")" "$(((x2 - x1) / 10))" <<'EOF' >>"$BENCH_RESULTS"
 import glob, json, sys
-d, xps, bad = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d, xps, bad, key, peak = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+xps_later = int(sys.argv[6])
 spans = sorted((int(open(s).read()), int(open(s[:-6] + ".end").read())) for s in glob.glob(f"{d}/job.*.start"))
 gaps = sorted((b[0] - a[1]) / 1e6 for a, b in zip(spans, spans[1:]))
-print(json.dumps({"key": "m8.wait200.pgbouncer", "unit": "ms", "median": gaps[len(gaps) // 2],
-                  "p90": gaps[int(len(gaps) * 0.9)], "xact_per_s": xps, "failed": bad,
-                  "ran": len(spans)}))
+print(json.dumps({"key": key, "unit": "ms", "median": gaps[len(gaps) // 2],
+                  "p90": gaps[int(len(gaps) * 0.9)], "xact_per_s": xps,
+                  "xact_per_s_later": xps_later,
+                  "peak_backends_waiting": peak, "failed": bad, "ran": len(spans),
+                  "overlaps": sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1])}))
 EOF
-say "  m8.wait200.pgbouncer: $(tail -n 1 "$BENCH_RESULTS")"
+  say "  $key: $(tail -n 1 "$BENCH_RESULTS")"
+}
+wanted wait200 && wait200 m8.wait200.pgbouncer "$pgb"
+wanted wait200.pg && wait200 m8.wait200.pg "$url"
 
 # 8d: jobs that sleep hold no backend between heartbeats.
-dir=$work/m8d
+sleepers() {
+  local dir=$work/m8d
 rm -rf "$dir" && mkdir -p "$dir"
 sleepers=()
 for i in $(seq "$jobs_n"); do
@@ -173,6 +203,8 @@ bad=0
 for pid in "${sleepers[@]}"; do wait "$pid" || bad=$((bad + 1)); done
 echo "{\"key\": \"m8.sleepers.pg\", \"unit\": \"backends\", \"median\": $held, \"jobs\": $jobs_n, \"failed\": $bad}" >>"$BENCH_RESULTS"
 say "  m8.sleepers.pg: $(tail -n 1 "$BENCH_RESULTS")"
+}
+wanted sleepers && sleepers
 
 psql_at "$BENCH_PG_URL" "DROP DATABASE $db WITH (FORCE)" >/dev/null
 psql_at "$BENCH_PG_URL" "DROP ROLE IF EXISTS $role" >/dev/null

@@ -360,6 +360,8 @@ END $$;
 --    related queue entry of another owner ahead of the caller's own, as
 --    decide() lists them; the request queued by enqueue(); no deadlock search,
 --    which runs only for an owner others can wait for) or granted, as in 1.
+--    Its reply lists the leases in the way and, as fast path 0's, the first
+--    queue entry ahead with "ahead", how many, counted up to 64, and "mine".
 -- Both check it under the hierarchy's advisory lock, in statements that start
 -- after the lock is held (READ COMMITTED: a fresh snapshot per statement).
 -- Fast path 0 comes before them and takes no lock at all: the re-attempt of
@@ -375,7 +377,9 @@ END $$;
 -- notifies the new first waiters (notify_heads) and pollers look again. Its
 -- reply lists the leases in the way but only the first queue entry ahead,
 -- with "ahead": how many live entries are ahead, counted up to 64, so its
--- cost does not grow with the queue. Anything else, or nothing in the way,
+-- cost does not grow with the queue, and "mine": the caller's own entry's
+-- position (with the first entry's, how far back it is, however long the
+-- queue). Anything else, or nothing in the way,
 -- goes on to the fast paths below.
 -- Anything else (shared, a semaphore, -n, several resources, re-entry, an
 -- expired lease to record, arguments to refuse) goes on to the general path,
@@ -485,7 +489,7 @@ BEGIN
           WHERE position = v_mine AND expires_at < v_now + v_life / 2;
           RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
                                     'leases', v_leases, 'waiters', v_waiters,
-                                    'ahead', v_ahead);
+                                    'ahead', v_ahead, 'mine', v_mine);
         END IF;
       END IF;
       v_mine := NULL; v_leases := '[]'; v_waiters := '[]';
@@ -533,20 +537,54 @@ BEGIN
       SELECT position INTO v_mine FROM @schema@.waiters
       WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
         AND expires_at > v_now;
-      SELECT coalesce(jsonb_agg(@schema@.waiter_json(w) ORDER BY w.position), '[]')
-      INTO v_waiters
-      FROM @schema@.waiters w
-      WHERE w.namespace = p_namespace AND w.owner <> p_owner AND w.expires_at > v_now
-        AND (v_mine IS NULL OR w.position < v_mine)
-        AND (w.resource = ANY (v_up) OR (w.resource > v_lo AND w.resource < v_hi));
-      IF v_leases = '[]' AND v_waiters = '[]' THEN
+      -- The entries ahead as fast path 0 reports them (the first, and how
+      -- many up to 64), not the whole queue: a herd's first attempts take
+      -- turns under the lock, and a list would make each cost the queue's
+      -- length.
+      SELECT count(*) INTO v_ahead
+      FROM (SELECT 1 FROM unnest(v_up) AS r (name)
+            CROSS JOIN LATERAL (
+              SELECT 1 FROM @schema@.waiters w
+              WHERE w.namespace = p_namespace AND w.resource = r.name
+                AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+                AND w.expires_at > v_now
+              ORDER BY w.position LIMIT 64) AS x
+            UNION ALL
+            (SELECT 1 FROM @schema@.waiters w
+             WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+               AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+               AND w.expires_at > v_now
+             LIMIT 64)
+            LIMIT 64) AS ahead;
+      IF v_ahead > 0 THEN
+        SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
+        FROM (SELECT * FROM (
+                SELECT x.* FROM unnest(v_up) AS r (name)
+                CROSS JOIN LATERAL (
+                  SELECT * FROM @schema@.waiters w
+                  WHERE w.namespace = p_namespace AND w.resource = r.name
+                    AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+                    AND w.expires_at > v_now
+                  ORDER BY w.position LIMIT 1) AS x
+                UNION ALL
+                (SELECT * FROM @schema@.waiters w
+                 WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+                   AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+                   AND w.expires_at > v_now
+                 ORDER BY w.position LIMIT 1)) AS c
+              ORDER BY c.position LIMIT 1) AS f;
+      END IF;
+      IF v_leases = '[]' AND v_ahead = 0 THEN
         v_grant := true;
       ELSE
         PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                  p_request_id, p_host, p_ip, p_pid, p_user, p_command,
                                  p_started, v_now);
+        SELECT position INTO v_mine FROM @schema@.waiters
+        WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
         RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
-                                  'leases', v_leases, 'waiters', v_waiters);
+                                  'leases', v_leases, 'waiters', v_waiters, 'ahead', v_ahead,
+                                  'mine', v_mine);
       END IF;
     END IF;
     IF v_grant AND p_once_per_ms IS NOT NULL THEN

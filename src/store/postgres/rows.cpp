@@ -207,6 +207,9 @@ AcquireReply parse_acquire(const std::string& text) {
       auto ahead = reply.find("ahead");
       out.ahead = ahead != reply.end() ? static_cast<int>(integer_of(*ahead))
                                        : static_cast<int>(out.attempt.blocking_waiters.size());
+      auto mine = reply.find("mine");
+      if (mine != reply.end() && !mine->is_null())
+        out.mine = integer_of(*mine);
     } else if (outcome == "done") {
       const auto& run = reply.at("done_by");
       out.attempt.outcome = Outcome::done;

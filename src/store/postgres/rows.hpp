@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct AcquireReply {
   // blocked: how many live queue entries are ahead of the caller's (fast
   // path 0 counts up to 64 and lists only the first; else the list's size).
   int ahead = 0;
+  // blocked, from the fast paths: the position of the caller's own queue
+  // entry (with the first entry ahead's, how far back it is, uncounted).
+  std::optional<std::int64_t> mine;
 };
 AcquireReply parse_acquire(const std::string& json);
 

@@ -155,25 +155,46 @@ class PostgresStore::Impl {
   }
 
   // What the last blocked attempt said about when to look again without
-  // being told: the earliest expiry of a lease or queue entry in the way, and
-  // how many queue entries are ahead of this waiter's.
+  // being told: the earliest expiry of a lease or queue entry in the way, how
+  // many queue entries are ahead of this waiter's (counted up to a bound),
+  // and where the first of them and this waiter's own stand (positions): how
+  // far back it is, and from the last look, how fast the queue moves.
   void blocked_until(std::optional<steady_clock::time_point> next_expiry, std::string owner,
-                     std::optional<int> ahead) {
+                     std::optional<int> ahead, std::optional<std::int64_t> mine,
+                     std::optional<std::int64_t> front) {
     m_next_expiry = next_expiry;
     m_owner = std::move(owner);
     if (!ahead)
       return;
-    m_unmoved = *ahead == m_ahead ? m_unmoved + 1 : 0;
+    auto now = steady_clock::now();
+    if (front && m_front && m_looked != steady_clock::time_point{} && *front > *m_front) {
+      // The latest measure alone: a queue speeds up once its waiters
+      // start coming in time, and an older, slower one would keep them late.
+      double seconds = std::max(duration<double>(now - m_looked).count(), 0.001);
+      m_rate = static_cast<double>(*front - *m_front) / seconds;
+      m_unmoved = 0;
+    } else if (front && m_front && *front == *m_front) {
+      ++m_unmoved;
+    } else {
+      m_rate.reset();
+      m_unmoved = 0;
+    }
     m_ahead = *ahead;
+    m_mine = mine;
+    m_front = front;
+    m_looked = now;
   }
 
-  // Borrowed, not held (SPEC §3): only the first waiter of a queue keeps
-  // its connection, to LISTEN: a release or a departure notifies the first
-  // waiters (notify_heads). Through a pooler (no notifications) it keeps its
-  // client connection and polls every 50 ms with an attempt that takes no
-  // lock (try_acquire's fast path 0). Every other waiter closes its
-  // connection and looks again at its pace(); the attempt that finds it
-  // first makes it LISTEN.
+  // Borrowed, not held (SPEC §3): only the first three waiters of a queue
+  // keep their connection, to LISTEN: a release or a departure notifies the
+  // first waiters (notify_heads), and the next ones are then already
+  // listening when the first one's turn ends, so even a queue of short jobs
+  // hands over at a notification's pace, and a waiter further back has two
+  // turns' time to come and listen. Through a pooler (no notifications) only
+  // the first keeps its client connection, and polls every 50 ms with an
+  // attempt that takes no lock (try_acquire's fast path 0). Every other
+  // waiter closes its connection and looks again at its pace(); the attempt
+  // that finds it among the first makes it LISTEN.
   void wait_for_change(steady_clock::time_point until) {
     auto now = steady_clock::now();
     if (until <= now)
@@ -184,11 +205,17 @@ class PostgresStore::Impl {
     if (m_next_expiry)
       slice =
           std::min(slice, std::max<steady_clock::duration>(*m_next_expiry - now, milliseconds(10)));
-    if (m_ahead > 0) {
+    if (m_ahead > listeners_ahead()) {
       m_conn.close();
-      std::this_thread::sleep_for(std::min<steady_clock::duration>(slice, pace()));
+      auto sleep = std::min<steady_clock::duration>(slice, pace());
+      spdlog::debug(
+          "waiting without a connection: {} ahead, the queue moving {:.1f} positions/s; looking "
+          "again in {} ms",
+          m_ahead, m_rate.value_or(0), duration_cast<milliseconds>(sleep).count());
+      std::this_thread::sleep_for(sleep);
       return;
     }
+    spdlog::debug("waiting on a connection: {} ahead", m_ahead);
     const std::string channel = pg::notify_channel(m_schema);
     if (m_conn.listening() && !m_conn.notified_directly()) {
       std::uniform_int_distribution<int> poll_ms(40, 60);
@@ -198,18 +225,51 @@ class PostgresStore::Impl {
     m_conn.await(channel, m_owner, slice);
   }
 
-  // How long a waiter behind the first sleeps, without a connection, before
-  // it looks again: 50 ms per entry ahead, doubled each time its place did
-  // not move, at most a second per entry ahead (so the second in line learns
-  // within a second that it is first), jittered by a quarter so that waiters
-  // spread out. waiting.cpp bounds it by a quarter of the queue entry's
-  // lifetime (7.5 s with the default TTL), which keeps the entry alive.
+  // How many entries may be ahead of a waiter that keeps its connection:
+  // two where notifications arrive (the first three listen), none through a
+  // pooler (only the first polls). Until a LISTEN has told which, taken as
+  // direct, so that the second and third waiters connect and find out.
+  int listeners_ahead() {
+    if (m_conn.listening())
+      m_notified = m_conn.notified_directly();
+    return m_notified ? k_listeners - 1 : 0;
+  }
+
+  // How long a waiter that keeps no connection sleeps before it looks again.
+  // While the queue moves: until it is due among the waiters that keep one,
+  // at the speed the first entry ahead moved since the last look (in queue
+  // positions, so however far back), a third early (0.6-0.75 of the time),
+  // and at most 30 ms per entry ahead (a speed measured while the queue
+  // starts, or while its waiters come late, is too slow to go by); a queue
+  // of short jobs then finds its next waiters already listening, with a few
+  // looks per waiter however long the queue. Otherwise (the first
+  // look, or the queue did not move) 20 ms per entry ahead (a short job's
+  // turn: a slower step would hold a queue of short jobs to its pace; past
+  // the count's bound, per position), doubled each time its place did not
+  // move, at most a second per entry ahead. waiting.cpp bounds it by a
+  // third of the queue entry's lifetime (10 s with the default TTL), which
+  // keeps the entry alive.
   steady_clock::duration pace() {
     const int ahead = std::max(1, m_ahead);
-    milliseconds base = k_pace_step * ahead;
-    for (int i = 0; i < m_unmoved && base < k_pace_cap * ahead; ++i)
+    // Past the count's bound, how far back in positions.
+    int far = ahead;
+    if (m_ahead >= k_ahead_counted && m_mine && m_front && *m_mine > *m_front)
+      far = static_cast<int>(std::min<std::int64_t>(*m_mine - *m_front, 1'000'000));
+    if (m_rate && m_unmoved == 0 && m_mine && m_front && *m_mine > *m_front) {
+      // Positions of other resources' entries may fall between: one entry
+      // ahead spans `step` positions on average, where all were counted.
+      double distance = static_cast<double>(*m_mine - *m_front);
+      double step = m_ahead < k_ahead_counted ? distance / ahead : 1.0;
+      double due = std::max(distance - listeners_ahead() * step, step);
+      std::uniform_real_distribution<double> jitter(0.6, 0.75);
+      auto wait = duration<double>(due / *m_rate * jitter(m_random));
+      return std::clamp<steady_clock::duration>(duration_cast<milliseconds>(wait), k_pace_least,
+                                                k_pace_moving * far);
+    }
+    milliseconds base = k_pace_step * far;
+    for (int i = 0; i < m_unmoved && base < k_pace_cap * far; ++i)
       base *= 2;
-    base = std::min(base, k_pace_cap * ahead);
+    base = std::min(base, k_pace_cap * far);
     std::uniform_real_distribution<double> jitter(0.75, 1.25);
     return duration_cast<milliseconds>(base * jitter(m_random));
   }
@@ -218,7 +278,11 @@ class PostgresStore::Impl {
   void rest() { m_conn.close_if_idle(k_idle); }
 
   static constexpr milliseconds k_idle{1000};
-  static constexpr milliseconds k_pace_step{50};
+  static constexpr int k_listeners = 3;
+  static constexpr milliseconds k_pace_step{20};
+  static constexpr milliseconds k_pace_least{10};
+  static constexpr int k_ahead_counted = 64;  // try_acquire counts entries ahead up to this
+  static constexpr milliseconds k_pace_moving{30};
   static constexpr milliseconds k_pace_cap{1000};
 
  private:
@@ -232,8 +296,13 @@ class PostgresStore::Impl {
   bool m_schema_ready = false;
   std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
   std::string m_owner;                                    // the waiting request's
-  int m_ahead = 0;    // queue entries ahead of ours at the last blocked attempt
-  int m_unmoved = 0;  // blocked attempts in a row that found m_ahead unchanged
+  int m_ahead = 0;                      // queue entries ahead of ours at the last blocked attempt
+  int m_unmoved = 0;                    // blocked attempts in a row that found m_front unchanged
+  steady_clock::time_point m_looked{};  // when that attempt answered
+  std::optional<std::int64_t> m_mine;   // this waiter's queue position (fast paths only)
+  std::optional<std::int64_t> m_front;  // the first entry ahead's position
+  std::optional<double> m_rate;         // positions a second the front moved by before it
+  bool m_notified = true;               // whether notifications reach this store's connections
   std::minstd_rand m_random{util::random_seed()};
   steady_clock::time_point m_acquire_deadline = steady_clock::time_point::max();
 };
@@ -273,7 +342,7 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     // transaction: blocked, like any holder (-n: 75; a waiter tries again,
     // soon: that transaction's end may notify nobody).
     m_impl->blocked_until(steady_clock::now() + milliseconds(500), request.owner.str(),
-                          std::nullopt);
+                          std::nullopt, std::nullopt, std::nullopt);
     Attempt blocked;
     blocked.outcome = Outcome::blocked;
     return blocked;
@@ -282,7 +351,10 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     std::optional<steady_clock::time_point> next_expiry;
     if (reply.next_expiry_in)
       next_expiry = steady_clock::now() + *reply.next_expiry_in + milliseconds(20);
-    m_impl->blocked_until(next_expiry, request.owner.str(), reply.ahead);
+    std::optional<std::int64_t> front;
+    if (!reply.attempt.blocking_waiters.empty())
+      front = reply.attempt.blocking_waiters.front().position;
+    m_impl->blocked_until(next_expiry, request.owner.str(), reply.ahead, reply.mine, front);
   }
   if (reply.refused)
     throw refusal_error(Operation::acquire, *reply.refused, request.owner);
