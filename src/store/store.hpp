@@ -267,7 +267,7 @@ Error refusal_error(Operation operation, const Refused& refused,
 
 // How long a wait-queue entry lives unless refreshed: one TTL, capped so that
 // a waiter that dies stops blocking others soon. Waiters refresh their entry
-// (by another attempt) at least every quarter of this.
+// (by another attempt) at least every third of this (waiting.cpp).
 milliseconds waiter_lifetime(milliseconds ttl);
 
 class Store {
