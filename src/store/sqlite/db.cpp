@@ -152,6 +152,8 @@ Database::Database(std::string path, std::chrono::milliseconds busy_timeout)
 }
 
 Database::~Database() {
+  for (auto& cached : m_cache)
+    sqlite3_finalize(cached->stmt);
   sqlite3_close_v2(m_db);
 }
 
@@ -163,11 +165,32 @@ void Database::exec(const char* sql) {
 }
 
 Statement Database::prepare(const char* sql) {
+  Cached* free_copy = nullptr;
+  bool known = false;
+  for (auto& cached : m_cache) {
+    if (cached->sql != sql)
+      continue;
+    known = true;
+    if (!cached->in_use) {
+      free_copy = cached.get();
+      break;
+    }
+  }
+  if (free_copy) {
+    free_copy->in_use = true;
+    return Statement(*this, free_copy->stmt, &free_copy->in_use);
+  }
   sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(m_db, sql, -1, &stmt, nullptr);
+  // The same text in use twice at once (a nested loop) gets a statement of
+  // its own, finalized after use.
+  unsigned flags = known ? 0 : SQLITE_PREPARE_PERSISTENT;
+  int rc = sqlite3_prepare_v3(m_db, sql, -1, flags, &stmt, nullptr);
   if (rc != SQLITE_OK)
     fail(rc, "preparing a statement");
-  return Statement(*this, stmt);
+  if (known)
+    return Statement(*this, stmt);
+  m_cache.push_back(std::make_unique<Cached>(Cached{sql, stmt, true}));
+  return Statement(*this, stmt, &m_cache.back()->in_use);
 }
 
 std::int64_t Database::changes() const {
@@ -215,11 +238,17 @@ void Database::fail(int rc, std::string_view what) const {
 }
 
 Statement::~Statement() {
-  sqlite3_finalize(m_stmt);
+  if (!m_in_use) {
+    sqlite3_finalize(m_stmt);
+  } else if (m_stmt) {
+    sqlite3_reset(m_stmt);
+    sqlite3_clear_bindings(m_stmt);
+    *m_in_use = false;
+  }
 }
 
 Statement::Statement(Statement&& other) noexcept
-    : m_db(other.m_db), m_stmt(other.m_stmt), m_started(other.m_started) {
+    : m_db(other.m_db), m_stmt(other.m_stmt), m_in_use(other.m_in_use), m_started(other.m_started) {
   other.m_stmt = nullptr;
 }
 
@@ -296,8 +325,9 @@ std::string Statement::text(int column) const {
   return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
 }
 
+// BEGIN and COMMIT as kept statements: a run has two write transactions.
 WriteTransaction::WriteTransaction(Database& db) : m_db(db) {
-  m_db.exec("BEGIN IMMEDIATE");
+  m_db.prepare("BEGIN IMMEDIATE").run();
 }
 
 WriteTransaction::~WriteTransaction() {
@@ -306,7 +336,7 @@ WriteTransaction::~WriteTransaction() {
 }
 
 void WriteTransaction::commit() {
-  m_db.exec("COMMIT");
+  m_db.prepare("COMMIT").run();
   m_open = false;
 }
 
