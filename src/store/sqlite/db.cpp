@@ -109,6 +109,11 @@ std::optional<std::string> unusable_companion(const std::string& path) {
 void configure_library_once() {
   static const bool configured = [] {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    // No bulk of 20 page slots set up front for each page cache (the file's,
+    // and each temporary b-tree's, as an IN list builds): writing each slot's
+    // header touched some 22 fresh pages of memory per cache, a page fault
+    // each, for caches that hold a handful of pages. Pages come one by one.
+    sqlite3_config(SQLITE_CONFIG_PAGECACHE, nullptr, 0, 0);
     return true;
   }();
   (void)configured;
