@@ -116,11 +116,28 @@ int main(int argc, char** argv) {
   output::setup_logging("warn", config::LogFormat::text);
   // A write past `ulimit -f` must be an error we can report (74), not death.
   util::ignore_file_size_signal();
+  cmd::Context context;
+  // Split off the wrapped command: CLI11 would parse its flags as ours.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  bool has_command = dashes != args.end();
+  if (has_command) {
+    context.command.assign(dashes + 1, args.end());
+    args.erase(dashes, args.end());
+  }
+  auto only = named_subcommand(
+      args, {"acquire", "release", "renew", "status", "history", "run", "gc", "init"});
+  // Not while a password given on the command line is still in argv: the
+  // guard's copy of argv would show it in ps for the whole run (main blanks
+  // clock's own copy once it has parsed its flags). run forks it later then.
+  bool password_in_argv = std::any_of(
+      args.begin(), args.end(), [](const std::string& arg) { return util::has_password(arg); });
+  if (only == "run" && !password_in_argv)
+    context.guard = cmd::early_guard();
   CLI::App app(
       "clock: serialize shell jobs across machines through one shared SQL lock table.\n"
       "Example: clock run --resource bootstrap -- ./install.sh",
       "clock");
-  cmd::Context context;
   add_global_flags(app, context);
   app.require_subcommand(1);
   app.fallthrough();
@@ -134,16 +151,6 @@ int main(int argc, char** argv) {
       "which renew, release and re-entry need (77 without it); only 'clock acquire --format "
       "shell' and clock run's child get it.\n"
       "See 'clock COMMAND --help' and man clock.");
-  // Split off the wrapped command: CLI11 would parse its flags as ours.
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto dashes = std::find(args.begin(), args.end(), "--");
-  bool has_command = dashes != args.end();
-  if (has_command) {
-    context.command.assign(dashes + 1, args.end());
-    args.erase(dashes, args.end());
-  }
-  auto only = named_subcommand(
-      args, {"acquire", "release", "renew", "status", "history", "run", "gc", "init"});
   std::map<CLI::App*, cmd::Action> actions;
   auto add = [&](cmd::Action (*register_command)(CLI::App&), const char* name) {
     if (only && *only != name)
