@@ -44,14 +44,6 @@ lock::OwnerCredential Context::required_owner(const std::string& command) const 
   return lock::OwnerCredential::parse(*settings.owner);
 }
 
-std::unique_ptr<run::Guard> early_guard() {
-  try {
-    return std::make_unique<run::Guard>();
-  } catch (const Error&) {
-    return nullptr;
-  }
-}
-
 // The same for the whole process (clock run asks twice: for the heartbeat's
 // renewals and for the release), so its ancestors' /proc files are read once.
 store::Caller this_caller() {

@@ -26,8 +26,8 @@ struct Context {
   // Everything after the first `--`: the command of `clock run`, passed on
   // untouched (flags and all), so CLI11 never sees it.
   std::vector<std::string> command;
-  // clock run's guard, forked by main before anything else (early_guard), or
-  // none: run forks its own then.
+  // clock run's guard, forked by main before it builds anything, or none:
+  // run forks its own then.
   std::unique_ptr<run::Guard> guard;
 
   std::unique_ptr<store::Store> open_store() const;
@@ -38,12 +38,6 @@ struct Context {
   // lease's renewal or release without its secret); throws usage if none.
   lock::OwnerCredential required_owner(const std::string& command) const;
 };
-
-// clock run's guard, forked while clock has built nothing yet: the fork
-// copies fewer page tables, and what clock allocates afterwards is its own,
-// not pages shared with the guard that it must copy on its first write to
-// them. None if the fork fails: run then forks again and reports the error.
-std::unique_ptr<run::Guard> early_guard();
 
 // A subcommand's work, run after parsing; returns the exit status.
 using Action = std::function<int(Context&)>;

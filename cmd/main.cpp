@@ -132,8 +132,16 @@ int main(int argc, char** argv) {
   // clock's own copy once it has parsed its flags). run forks it later then.
   bool password_in_argv = std::any_of(
       args.begin(), args.end(), [](const std::string& arg) { return util::has_password(arg); });
-  if (only == "run" && !password_in_argv)
-    context.guard = cmd::early_guard();
+  if (only == "run" && !password_in_argv) {
+    // Forked while clock has built nothing yet: the fork copies fewer page
+    // tables, and what clock allocates afterwards is its own, not pages
+    // shared with the guard that it must copy on its first write to them.
+    try {
+      context.guard = std::make_unique<run::Guard>();
+    } catch (const Error&) {
+      // run forks it again, and reports the error if it fails again.
+    }
+  }
   CLI::App app(
       "clock: serialize shell jobs across machines through one shared SQL lock table.\n"
       "Example: clock run --resource bootstrap -- ./install.sh",

@@ -229,7 +229,7 @@ Action register_run(CLI::App& app) {
       spdlog::warn("{}", *warning);
     auto jitter = options->jitter ? duration_flag("--jitter", *options->jitter)
                                   : std::chrono::milliseconds(0);
-    // Forked by main before the command line was parsed (early_guard), else
+    // Forked by main before the command line was parsed, else
     // now: before the store is opened, not between the grant and the
     // command's start.
     auto guard = context.guard ? std::move(context.guard) : std::make_unique<run::Guard>();
