@@ -45,8 +45,12 @@ lock::OwnerCredential Context::required_owner(const std::string& command) const 
   return lock::OwnerCredential::parse(*settings.owner);
 }
 
+// The same for the whole process (clock run asks twice: for the heartbeat's
+// renewals and for the release), so its ancestors' /proc files are read once.
 store::Caller this_caller() {
-  return {util::user_name(), util::host_name(), getpid(), util::process_lineage()};
+  static const store::Caller caller{util::user_name(), util::host_name(), getpid(),
+                                    util::process_lineage()};
+  return caller;
 }
 
 std::chrono::milliseconds duration_flag(const std::string& flag, const std::string& value) {

@@ -239,9 +239,10 @@ Action register_run(CLI::App& app) {
       spdlog::warn("{}", *warning);
     auto jitter = options->jitter ? duration_flag("--jitter", *options->jitter)
                                   : std::chrono::milliseconds(0);
-    // Forked now, while clock is small (no database library loaded yet) and
-    // not between the grant and the command's start.
-    run::Guard guard;
+    // Forked by main before the command line was parsed, else
+    // now: before the store is opened, not between the grant and the
+    // command's start.
+    auto guard = context.guard ? std::move(context.guard) : std::make_unique<run::Guard>();
     start_jitter(jitter);
     if (options->watch_lease)
       context.settings.watch_lease = true;
@@ -263,9 +264,10 @@ Action register_run(CLI::App& app) {
     auto keeping = keep_lease(*store, held);
     // Recorded before the release, while the lease is still held.
     run.on_out_of_time = [&] { record_killed(*store, plan.request); };
-    return run::supervise(run, guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
-      return release_after_run(*store, plan, acquired.grants, end);
-    });
+    return run::supervise(run, *guard, keeping, acquired.attempt_start,
+                          [&](const run::RunEnd& end) {
+                            return release_after_run(*store, plan, acquired.grants, end);
+                          });
   };
 }
 

@@ -48,10 +48,16 @@ std::string primary_ip() {
   return v6;
 }
 
+// Looked up once per process: each getpwuid() goes through nsswitch (the
+// nscd socket, nsswitch.conf, /etc/passwd), and a run asks for the owner's
+// facts and its caller's.
 std::string user_name() {
-  if (auto* entry = getpwuid(geteuid()))
-    return entry->pw_name;
-  return std::to_string(geteuid());
+  static const std::string name = [] {
+    if (auto* entry = getpwuid(geteuid()))
+      return std::string(entry->pw_name);
+    return std::to_string(geteuid());
+  }();
+  return name;
 }
 
 namespace {

@@ -67,6 +67,23 @@ TEST_SUITE("bad input") {
                64);  // -n and -w exclude each other
   }
 
+  // main builds only the subcommand the command line names (start-up cost):
+  // what it names, and what it does not, must parse as before.
+  TEST_CASE("the subcommand is found past global options, and '--' belongs to run only") {
+    TestEnv env;
+    Result extra = env.clock({"status", "--", "true"});
+    CHECK_EXIT(extra, 64);
+    CHECK(extra.err_lines().size() == 1);
+    CHECK_EXIT(env.clock({"--namespace", "run", "status"}), 1);  // "run" is the namespace
+    CHECK_EXIT(env.clock({"--namespace=run", "-q", "run", "-r", "x", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"-v", "--log-format", "json", "run", "-r", "x", "--", "true"}), 0);
+    Result help = env.clock({"--help"});
+    CHECK_EXIT(help, 0);
+    for (const char* name : {"acquire", "release", "renew", "status", "history", "run", "gc"})
+      CHECK(help.out.find(std::string("\n  ") + name + " ") != std::string::npos);
+    CHECK_EXIT(env.clock({"--namespace", "x", "no-such-command"}), 64);
+  }
+
   TEST_CASE("an unreadable or invalid config file exits 78 with one line naming it") {
     TestEnv env;
     write_file(env.path("invalid.toml"), "this is not toml\n");

@@ -7,8 +7,11 @@
 // backends; the ps test needs a PostgreSQL URL. (NUL cannot travel in argv or
 // the environment: it is tried through the config file.)
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -295,6 +298,50 @@ TEST_SUITE("hostile input") {
     CHECK_EXIT(history, 0);
     CHECK(history.out.find("postgresql://u:****@db/x") != std::string::npos);
     CHECK(history.out.find("hunter") == std::string::npos);
+  }
+
+  // clock run forks its guard before parsing when it can: not with a password
+  // in argv, or the guard's copy would keep it visible.
+  TEST_CASE("a password given with --database is not in the guard's /proc/PID/cmdline" *
+            only_on("postgres")) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    Acquired holder = env.acquire({"-r", "x"});
+    const std::string secret = "hunter2-guard";
+    std::string url = env.url() + " password=" + secret;
+    auto waiter = env.spawn(
+        env.clock_command({"--database", url, "run", "-w", "60s", "-r", "x", "--", "true"}));
+    REQUIRE(await(
+        [&] {
+          auto status = env.status();
+          return !status.value("waiters", json::array()).empty();
+        },
+        30s, 50ms));
+    // The guard: the waiter's child named clock-guard.
+    std::optional<pid_t> guard;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream stat(entry.path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line))
+        continue;
+      auto close = line.rfind(')');
+      auto open = line.find('(');
+      if (close == std::string::npos || open == std::string::npos)
+        continue;
+      std::istringstream rest(line.substr(close + 2));
+      char state;
+      pid_t parent = 0;
+      rest >> state >> parent;
+      if (parent == waiter->pid() && line.substr(open + 1, close - open - 1) == "clock-guard")
+        guard = static_cast<pid_t>(std::stol(line.substr(0, open)));
+    }
+    REQUIRE(guard);
+    std::string cmdline = proc_cmdline(*guard);
+    CHECK(cmdline.find("--database") != std::string::npos);
+    CHECK(cmdline.find(secret) == std::string::npos);
+    waiter->signal(SIGTERM);
+    waiter->wait();
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
   }
 
   TEST_CASE("a password given with --database is not in /proc/PID/cmdline while clock waits" *

@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -28,6 +30,8 @@ class Database {
 
   const std::string& path() const { return m_path; }
   void exec(const char* sql);  // for constant SQL without parameters only
+  // A statement of `sql`, prepared once per connection: a later prepare of
+  // the same text while it is not in use gets it back, reset, unbound.
   Statement prepare(const char* sql);
   std::int64_t changes() const;
   // PRAGMA data_version: changes whenever another connection commits.
@@ -42,15 +46,28 @@ class Database {
   void arm_busy_deadline() { m_busy_deadline = std::chrono::steady_clock::now() + m_busy_timeout; }
 
  private:
+  // Parsing is most of what a statement costs a short-lived clock, and a run
+  // prepares some of them twice (the history insert, the clock, BEGIN and
+  // COMMIT): each is parsed once per process.
+  struct Cached {
+    std::string sql;
+    sqlite3_stmt* stmt;
+    bool in_use;
+  };
+
   std::string m_path;
   sqlite3* m_db = nullptr;
+  std::vector<std::unique_ptr<Cached>> m_cache;
   std::chrono::milliseconds m_busy_timeout;
   std::chrono::steady_clock::time_point m_busy_deadline{};
 };
 
 class Statement {
  public:
-  Statement(Database& db, sqlite3_stmt* stmt) : m_db(&db), m_stmt(stmt) {}
+  // `in_use`: the cache's flag of a kept statement, which the destructor
+  // resets and gives back instead of finalizing.
+  Statement(Database& db, sqlite3_stmt* stmt, bool* in_use = nullptr)
+      : m_db(&db), m_stmt(stmt), m_in_use(in_use) {}
   ~Statement();
   Statement(Statement&& other) noexcept;
   Statement(const Statement&) = delete;
@@ -76,6 +93,7 @@ class Statement {
  private:
   Database* m_db;
   sqlite3_stmt* m_stmt;
+  bool* m_in_use;
   bool m_started = false;  // has returned a row since the last reset
 };
 
