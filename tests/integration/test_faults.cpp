@@ -209,10 +209,10 @@ TEST_SUITE("faults") {
 
     if (server_clock) {
       // clock run under a skewed clock renews and finishes normally.
-      Command skewed_run = env.clock_command(
-          {"run", "--ttl", "3s", "--heartbeat", "500ms", "--kill-after", "1s", "-r", "run", "--",
-           "sleep", "5"},
-          skewed_clock_env("+1h"));
+      Command skewed_run =
+          env.clock_command({"run", "--ttl", "3s", "--heartbeat", "500ms", "--kill-after", "1s",
+                             "-r", "run", "--", "sleep", "5"},
+                            skewed_clock_env("+1h"));
       CHECK_EXIT(run(skewed_run, env.path("output"), 60s), 0);
     }
   }

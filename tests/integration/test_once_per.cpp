@@ -44,10 +44,9 @@ std::vector<std::string> host_clock_offsets() {
 }
 
 Command once_per_job(const TestEnv& env, const std::string& offset) {
-  return env.clock_command(
-      {"run", "--once-per", std::to_string(k_period.count()) + "ms", "-r", "job", "--", "sh",
-       "-c", k_job},
-      skewed_clock_env(offset));
+  return env.clock_command({"run", "--once-per", std::to_string(k_period.count()) + "ms", "-r",
+                            "job", "--", "sh", "-c", k_job},
+                           skewed_clock_env(offset));
 }
 
 std::vector<long long> tokens_run(const TestEnv& env) {
