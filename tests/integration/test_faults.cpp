@@ -76,6 +76,27 @@ TEST_SUITE("faults") {
   }
 
   TEST_CASE(
+      "kill -9 of clock run also takes down what the child left in its process group, which "
+      "PR_SET_PDEATHSIG does not reach: the guard's work") {
+    TestEnv env;
+    // The background sleep is a grandchild: the death signal the child holds
+    // is not inherited across fork, so only the guard can end it.
+    auto run = env.spawn(env.clock_command(
+        {"run", "-r", "job", "--", "sh", "-c", "sleep 1000 & echo $! > \"$T_DIR/pid\"; wait"}));
+    pid_t grandchild = await_pid_file(env, "pid");
+    REQUIRE(grandchild > 0);
+    REQUIRE(await([&] { return process_alive(grandchild); }, 10s));
+
+    run->signal(SIGKILL);
+    Result result = run->wait(10s);
+    CHECK(result.status == 128 + SIGKILL);
+    bool gone = await([&] { return !process_alive(grandchild); }, 5s, 1ms);
+    if (!gone)
+      kill(grandchild, SIGKILL);  // do not leave it behind
+    CHECK_MESSAGE(gone, "a process in the child's group outlived a killed clock run");
+  }
+
+  TEST_CASE(
       "clock run paused past its TTL finds its lease lost on SIGCONT, stops its child and exits "
       "79, and leaves the new holder's lease alone") {
     TestEnv env;
