@@ -47,17 +47,31 @@ Heartbeat::Heartbeat(const RunOptions& options, const LeaseKeeping& lease,
       m_lease(lease),
       m_last_renewal_start(first_renewal_start),
       m_last_held(first_renewal_start) {
+  time_point now = Clock::now();
+  bool checks = m_lease.still_holds && m_lease.check_interval;
+  bool rests = m_lease.rest && m_lease.rest_after;
+  m_first_check = checks ? now + *m_lease.check_interval : time_point::max();
+  // The grant's connection is idle from the grant on.
+  m_first_rest = rests ? now + *m_lease.rest_after : time_point::max();
+  m_start_due = std::min({first_renewal_start + m_options.heartbeat, m_first_check, m_first_rest});
   m_news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (m_news_fd < 0) {
     throw Error(ExitCode::internal,
                 "cannot create the heartbeat's eventfd: " + std::generic_category().message(errno));
   }
-  try {
-    m_thread = std::thread([this] { run(); });
-  } catch (...) {
-    close(m_news_fd);
-    throw;
-  }
+}
+
+std::optional<Heartbeat::time_point> Heartbeat::start_due() const {
+  if (m_started)
+    return std::nullopt;
+  return m_start_due;
+}
+
+void Heartbeat::start() {
+  if (m_started)
+    return;
+  m_thread = std::thread([this] { run(); });
+  m_started = true;
 }
 
 Heartbeat::~Heartbeat() {
@@ -75,6 +89,7 @@ void Heartbeat::request_stop() {
 
 void Heartbeat::stop() {
   request_stop();
+  m_started = true;  // a stopped heartbeat never starts
   if (m_thread.joinable())
     m_thread.join();
 }
@@ -168,21 +183,21 @@ void Heartbeat::renewal_failed(int failures, milliseconds delay) {
 }
 
 void Heartbeat::run() {
+  // Named for `top -H` and `ps -L` (and the test that checks a short run
+  // never starts it).
+  pthread_setname_np(pthread_self(), "clock-heartbeat");
   // Signals for clock belong to the main loop, not to a renewal in flight.
   sigset_t relayed = relayed_signal_set();
   pthread_sigmask(SIG_BLOCK, &relayed, nullptr);
   std::mt19937 random(util::random_seed());
   std::uniform_real_distribution<double> jitter(0.5, 1.0);
   int failures = 0;
-  const bool checks = m_lease.still_holds && m_lease.check_interval;
-
   const bool rests = m_lease.rest && m_lease.rest_after;
 
   std::unique_lock lock(m_mutex);
   time_point next = m_last_renewal_start + m_options.heartbeat;
-  time_point next_check = checks ? Clock::now() + *m_lease.check_interval : time_point::max();
-  // The grant's connection is idle from the grant on.
-  time_point next_rest = rests ? Clock::now() + *m_lease.rest_after : time_point::max();
+  time_point next_check = m_first_check;
+  time_point next_rest = m_first_rest;
   for (;;) {
     if (m_wake.wait_until(lock, std::min({next, next_check, next_rest}),
                           [this] { return m_stopping; }))

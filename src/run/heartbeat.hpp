@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -19,13 +20,22 @@ class Heartbeat {
  public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  // Starts the thread; the first renewal is due one --heartbeat after
-  // `first_renewal_start`. `options` and `lease` must outlive the Heartbeat.
-  // Start it only after every fork.
+  // The first renewal is due one --heartbeat after `first_renewal_start`.
+  // The thread starts only when its first renewal, check or rest is due
+  // (start_due()): most jobs under a lock are shorter than that, and a
+  // thread costs a short run a tenth of a millisecond (its creation, its
+  // malloc arena, and the TLB shootdowns every later munmap then needs).
+  // `options` and `lease` must outlive the Heartbeat.
   Heartbeat(const RunOptions& options, const LeaseKeeping& lease, time_point first_renewal_start);
   ~Heartbeat();  // stop()
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
+
+  // When the thread must be started, by start(); none once it runs.
+  std::optional<time_point> start_due() const;
+
+  // Starts the thread (once). Call it only after every fork.
+  void start();
 
   // Asks the thread to finish; returns at once.
   void request_stop();
@@ -63,7 +73,10 @@ class Heartbeat {
   const RunOptions& m_options;
   const LeaseKeeping& m_lease;
   int m_news_fd = -1;
-  std::string m_trouble;  // why the last renewal failed, in our words (heartbeat thread only)
+  std::string m_trouble;     // why the last renewal failed, in our words (heartbeat thread only)
+  time_point m_first_check;  // max: no checks
+  time_point m_first_rest;   // max: nothing to give back
+  time_point m_start_due;    // the earliest of the above and the first renewal
 
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;
@@ -72,7 +85,8 @@ class Heartbeat {
   time_point m_last_held;
   bool m_lost = false;
 
-  std::thread m_thread;  // last: started once everything above exists
+  bool m_started = false;  // start() or stop() was called (main thread only)
+  std::thread m_thread;    // last: started once everything above exists
 };
 
 }  // namespace clk::run

@@ -43,6 +43,7 @@ enum class Stopping { no, out_of_time, lease_lost };
 struct Ending {
   int status;        // what clock exits with
   bool out_of_time;  // --max-runtime stopped the command (and the lease was not lost meanwhile)
+  bool lease_lost;   // the command was stopped because the lease was lost
 };
 
 std::string signal_name(int signo) {
@@ -66,9 +67,6 @@ class Supervision {
       m_out_of_time_at = started + options.max_runtime;
   }
 
-  // Whether the child was stopped because the lease was lost.
-  bool stopped_for_lost_lease() const { return m_stopping == Stopping::lease_lost; }
-
   // Runs until the child is reaped (and, when --max-runtime stopped it, until
   // the rest of its group is gone too).
   Ending run() {
@@ -77,8 +75,10 @@ class Supervision {
       if (!child_status)
         child_status = reap();
       if (child_status && !awaiting_group())
-        return {finish(*child_status), m_stopping == Stopping::out_of_time};
+        return {finish(*child_status), m_stopping == Stopping::out_of_time,
+                m_stopping == Stopping::lease_lost};
       Clock::time_point now = Clock::now();
+      start_heartbeat_when_due(now);
       check_lease(now);
       check_runtime(now);
       escalate(now);
@@ -123,6 +123,13 @@ class Supervision {
     // The lease is gone: nothing of the command's group may outlive the child.
     signal_group(SIGKILL);
     return exit_status(ExitCode::lease_lost);
+  }
+
+  void start_heartbeat_when_due(Clock::time_point now) {
+    if (!m_heartbeat)
+      return;
+    if (auto due = m_heartbeat->start_due(); due && now >= *due)
+      m_heartbeat->start();
   }
 
   std::string lease() const {
@@ -226,6 +233,8 @@ class Supervision {
     };
     if (m_kill_at && !m_killed)
       wake_by(*m_kill_at);
+    if (auto due = m_heartbeat ? m_heartbeat->start_due() : std::nullopt)
+      wake_by(*due);
     if (m_out_of_time_at && m_stopping == Stopping::no)
       wake_by(*m_out_of_time_at);
     if (m_heartbeat && !m_warned && m_stopping != Stopping::lease_lost)
@@ -296,21 +305,23 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
   }
 
   std::optional<Heartbeat> heartbeat;
-  if (options.ttl > milliseconds::zero()) {
-    try {
+  Ending ending{};
+  try {
+    if (options.ttl > milliseconds::zero())
       heartbeat.emplace(options, lease, first_renewal_start);
-    } catch (...) {
-      // Never leave the command running without renewals.
-      kill(-group, SIGKILL);
-      while (waitpid(spawned.pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      throw;
+    Supervision supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr,
+                            terminal, started);
+    ending = supervision.run();
+  } catch (...) {
+    // Never leave the command running without renewals (the heartbeat's
+    // thread starts inside the loop, and may fail to).
+    kill(-group, SIGKILL);
+    while (waitpid(spawned.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+    throw;
   }
-  Supervision supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr,
-                          terminal, started);
-  auto [status, out_of_time] = supervision.run();
-  RunEnd end{status, supervision.stopped_for_lost_lease(), first_renewal_start};
+  auto [status, out_of_time, lease_lost] = ending;
+  RunEnd end{status, lease_lost, first_renewal_start};
   if (heartbeat) {
     heartbeat->stop();
     end.last_held = heartbeat->last_held();

@@ -159,6 +159,20 @@ TEST_SUITE("run") {
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
   }
 
+  TEST_CASE("a short command runs beside clock alone: the heartbeat thread starts when first due") {
+    TestEnv env;
+    // The thread costs a short run more than its work; it starts at the
+    // first renewal or check (SQLite: 200 ms; PostgreSQL: when the grant's
+    // connection is given back, 1 s). The second half shows that the first
+    // could see it.
+    std::string threads = "cat /proc/$PPID/task/*/comm";
+    std::string script = threads + " > \"$T_DIR/early\"; i=0; until " + threads +
+                         " | grep -qx clock-heartbeat; do i=$((i + 1)); [ $i -lt 500 ] || exit 3; "
+                         "sleep 0.02; done";
+    CHECK_EXIT(env.clock({"run", "-r", "x", "--", "sh", "-c", script}), 0);
+    CHECK(read_file(env.path("early")).find("clock-heartbeat") == std::string::npos);
+  }
+
   TEST_CASE("a nested clock run on the same resource re-enters instead of deadlocking") {
     TestEnv env;
     std::string inner = "echo \"$CLOCK_TOKEN\" > \"$T_DIR/inner\"";
