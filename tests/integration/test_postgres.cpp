@@ -408,6 +408,47 @@ TEST_SUITE("postgres") {
     CHECK(psql_events == std::vector<std::string>{"acquired", "released"});
   }
 
+  TEST_CASE(
+      "a waiter's first attempt on a held lock does not wait for another first attempt still in "
+      "its transaction, and queues behind it" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    Acquired holder = env.acquire({"-r", "busy"});
+    const std::string early = random_uuid();
+    pg::PsqlSession psql(env, env.url());
+    pg::PsqlSession reader(env, env.url());
+
+    // A first attempt, queued, whose transaction stays open: it holds the
+    // hierarchy's lock in shared mode only (try_acquire's fast path 3).
+    psql.execute("BEGIN");
+    std::string reply = psql.execute(
+        acquire_call_sql("try_acquire", "busy", early, "psql-" + early, true, "psql waiter"));
+    INFO("try_acquire replied: " << reply);
+    CHECK(json::parse(reply).value("outcome", "") == "blocked");
+
+    auto waiter = env.spawn(env.clock_command({"acquire", "-w", "60s", "-r", "busy"}));
+    // The next first attempt enters the queue meanwhile; under the
+    // exclusive lock it would wait for that transaction to end.
+    const std::string queued_sql =
+        "SELECT count(*) FROM clock.waiters WHERE resource = 'busy' AND owner <> '" + early +
+        "'::uuid";
+    bool queued = await([&] { return reader.execute(queued_sql).find('1') == 0; }, 20s);
+    CHECK(queued);
+    psql.execute("COMMIT");
+    CHECK(psql.finish() == 0);
+
+    // FIFO: the attempt that came first is first in the queue.
+    std::string order = reader.execute(
+        "SELECT string_agg(owner::text, ',' ORDER BY position) FROM clock.waiters "
+        "WHERE resource = 'busy'");
+    CHECK(order.rfind(early, 0) == 0);
+    reader.execute("SELECT clock.leave_queue('', ARRAY['busy'], '" + early + "'::uuid, NULL)");
+    CHECK(reader.finish() == 0);
+    CHECK_EXIT(env.clock({"release", "-r", "busy", "--owner", holder.credential}), 0);
+    CHECK_EXIT(waiter->wait(30s), 0);
+  }
+
   TEST_CASE("a lock taken in a psql transaction that rolls back was never held" *
             ::clk::test::only_on("postgres")) {
     TestEnv env;

@@ -20,6 +20,13 @@
 -- locks in one order (by key) means two clock calls never deadlock; a
 -- program that calls try_acquire twice in one transaction of its own can,
 -- like with any two locks (PostgreSQL then aborts one of them).
+-- One exception: try_acquire's fast path 3 enters a request in the queue
+-- holding that lock in shared mode only, so that a herd's first attempts do
+-- not take turns (each holds a connection while it waits for the lock). A
+-- queue entry behind others cannot make anything grantable, and every grant,
+-- release and departure still takes the lock exclusively, so each of them
+-- sees either all or none of such an entry's writes: queue positions (drawn
+-- from a sequence) still follow the order in which grants see entries.
 -- gc (40_status_gc.sql) does not take these locks; it only deletes rows that are already
 -- expired, skips rows another transaction has locked, and records history
 -- from DELETE ... RETURNING, so a row is recorded by exactly one deleter.
@@ -328,6 +335,104 @@ BEGIN
   RETURN jsonb_build_object('outcome', 'done', 'now', @schema@.usec(p_now), 'done_by', p_done);
 END $$;
 
+-- Fast paths 2 and 3 of try_acquire (see there): may this exclusive, queued
+-- request of one resource be answered by queue_behind()? Only when its owner
+-- holds no live lease and waits for nothing else (so nobody can wait for it
+-- and no deadlock search is due) and no expired related lease is left to
+-- record.
+CREATE OR REPLACE FUNCTION @schema@.may_queue_fast(
+  p_namespace text, p_resource text, p_up text[], p_owner uuid, p_request_id text,
+  p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT NOT EXISTS (SELECT 1 FROM @schema@.leases
+                     WHERE owner = p_owner AND (expires_at IS NULL OR expires_at > p_now))
+     AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
+                     WHERE owner = p_owner AND expires_at > p_now
+                       AND NOT (namespace = p_namespace AND resource = p_resource
+                                AND request_id = p_request_id))
+     AND NOT EXISTS (SELECT 1 FROM @schema@.leases
+                     WHERE namespace = p_namespace AND expires_at <= p_now
+                       AND (resource = ANY (p_up)
+                            OR (resource > p_resource || '.' AND resource < p_resource || '/')))
+$$;
+
+-- Fast paths 2 and 3 of try_acquire: when a live related lease of another
+-- owner or a live related queue entry of another owner ahead of the caller's
+-- own is in the way (as decide() lists them), queues the request (enqueue())
+-- and returns try_acquire's blocked reply: the leases in the way and, as fast
+-- path 0's, the first queue entry ahead with "ahead", how many, counted up to
+-- 64, and "mine" (not the whole queue: a herd's first attempts would each
+-- cost the queue's length). NULL when nothing is in the way (nothing written).
+CREATE OR REPLACE FUNCTION @schema@.queue_behind(
+  p_namespace text, p_resources text[], p_up text[], p_owner uuid, p_ttl_ms bigint,
+  p_request_id text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text,
+  p_started timestamptz, p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_resource text := p_resources[1];
+  v_lo text := v_resource || '.';  -- descendants sort strictly between v_lo and v_hi
+  v_hi text := v_resource || '/';
+  v_leases jsonb;
+  v_waiters jsonb := '[]';
+  v_mine bigint;
+  v_ahead integer;
+BEGIN
+  SELECT coalesce(jsonb_agg(@schema@.lease_json(o, p_now) ORDER BY o.token), '[]')
+  INTO v_leases
+  FROM @schema@.leases o
+  WHERE o.namespace = p_namespace AND o.owner <> p_owner
+    AND (o.expires_at IS NULL OR o.expires_at > p_now)
+    AND (o.resource = ANY (p_up) OR (o.resource > v_lo AND o.resource < v_hi));
+  SELECT position INTO v_mine FROM @schema@.waiters
+  WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
+    AND expires_at > p_now;
+  SELECT count(*) INTO v_ahead
+  FROM (SELECT 1 FROM unnest(p_up) AS r (name)
+        CROSS JOIN LATERAL (
+          SELECT 1 FROM @schema@.waiters w
+          WHERE w.namespace = p_namespace AND w.resource = r.name
+            AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+            AND w.expires_at > p_now
+          ORDER BY w.position LIMIT 64) AS x
+        UNION ALL
+        (SELECT 1 FROM @schema@.waiters w
+         WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+           AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+           AND w.expires_at > p_now
+         LIMIT 64)
+        LIMIT 64) AS ahead;
+  IF v_leases = '[]' AND v_ahead = 0 THEN
+    RETURN NULL;
+  END IF;
+  IF v_ahead > 0 THEN
+    SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
+    FROM (SELECT * FROM (
+            SELECT x.* FROM unnest(p_up) AS r (name)
+            CROSS JOIN LATERAL (
+              SELECT * FROM @schema@.waiters w
+              WHERE w.namespace = p_namespace AND w.resource = r.name
+                AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+                AND w.expires_at > p_now
+              ORDER BY w.position LIMIT 1) AS x
+            UNION ALL
+            (SELECT * FROM @schema@.waiters w
+             WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+               AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
+               AND w.expires_at > p_now
+             ORDER BY w.position LIMIT 1)) AS c
+          ORDER BY c.position LIMIT 1) AS f;
+  END IF;
+  PERFORM @schema@.enqueue(p_namespace, p_resources, 'exclusive', 0, p_owner, p_ttl_ms,
+                           p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started, p_now);
+  SELECT position INTO v_mine FROM @schema@.waiters
+  WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+  RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(p_now),
+                            'leases', v_leases, 'waiters', v_waiters, 'ahead', v_ahead,
+                            'mine', v_mine);
+END $$;
+
 -- One attempt at taking every resource of a request, all or none. Returns
 -- {"outcome": "granted", "grants": [{resource, token, depth}…]} (request
 -- order), {"outcome": "blocked", "leases": […], "waiters": […]} (who is in
@@ -381,6 +486,16 @@ END $$;
 -- position (with the first entry's, how far back it is, however long the
 -- queue). Anything else, or nothing in the way,
 -- goes on to the fast paths below.
+-- 3. The first attempt (no live entry of the caller's yet) of the request
+--    of fast path 2, when a related lease or queue entry of another owner
+--    exists (read without a lock): under the hierarchy lock in shared mode
+--    (see the top of this file), taken in a subtransaction, it answers as
+--    fast path 2 when something is in the way; otherwise the subtransaction
+--    is rolled back, which releases the shared lock, and the request goes on
+--    to fast paths 1 and 2 under the exclusive lock. A herd's first attempts
+--    on a busy resource so enter the queue side by side and return at once
+--    (and their processes close their connections), instead of each waiting
+--    its turn for the exclusive lock.
 -- Anything else (shared, a semaphore, -n, several resources, re-entry, an
 -- expired lease to record, arguments to refuse) goes on to the general path,
 -- which re-takes the same advisory lock (advisory locks stack within a
@@ -419,6 +534,7 @@ DECLARE
   v_grants jsonb := '[]';
   v_done jsonb;
   v_ahead integer := 0;
+  v_entered boolean := false;  -- fast path 0 found the caller's live queue entry
   v_life interval := CASE WHEN p_ttl_ms IS NULL OR p_ttl_ms = 0 THEN interval '30 s'
                           ELSE least(greatest(p_ttl_ms * interval '1 ms', interval '1 s'),
                                      interval '30 s') END;
@@ -492,11 +608,40 @@ BEGIN
                                     'ahead', v_ahead, 'mine', v_mine);
         END IF;
       END IF;
+      v_entered := v_mine IS NOT NULL;
       v_mine := NULL; v_leases := '[]'; v_waiters := '[]';
+    END IF;
+    v_key := @schema@.lock_key(p_namespace, split_part(v_resource, '.', 1));
+    IF p_queue AND p_mode = 'exclusive' AND p_slots = 0 AND NOT v_entered
+       AND (EXISTS (SELECT 1 FROM @schema@.leases
+                    WHERE namespace = p_namespace AND owner <> p_owner
+                      AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi)))
+            OR EXISTS (SELECT 1 FROM @schema@.waiters
+                       WHERE namespace = p_namespace AND owner <> p_owner
+                         AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi))))
+    THEN
+      -- Fast path 3: see the header. The subtransaction holds the shared
+      -- lock; rolling it back (nothing in the way after all) releases it.
+      BEGIN
+        PERFORM @schema@.commit_durably();
+        PERFORM pg_advisory_xact_lock_shared(v_key);
+        v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
+        IF @schema@.may_queue_fast(p_namespace, v_resource, v_up, p_owner, p_request_id,
+                                   v_now) THEN
+          v_done := @schema@.queue_behind(p_namespace, p_resources, v_up, p_owner, p_ttl_ms,
+                                          p_request_id, p_host, p_ip, p_pid, p_user, p_command,
+                                          p_started, v_now);
+          IF v_done IS NOT NULL THEN
+            RETURN v_done;
+          END IF;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = 'CKFP3';
+      EXCEPTION WHEN SQLSTATE 'CKFP3' THEN
+        v_done := NULL;
+      END;
     END IF;
     PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
     -- lock_hierarchies() for one resource, inline.
-    v_key := @schema@.lock_key(p_namespace, split_part(v_resource, '.', 1));
     IF p_queue THEN
       PERFORM pg_advisory_xact_lock(v_key);
     ELSIF NOT pg_try_advisory_xact_lock(v_key) THEN
@@ -517,75 +662,16 @@ BEGIN
                                WHERE namespace = p_namespace AND owner <> p_owner
                                  AND resource > v_lo AND resource < v_hi);
     IF NOT v_grant AND p_queue AND p_mode = 'exclusive' AND p_slots = 0
-       AND NOT EXISTS (SELECT 1 FROM @schema@.leases
-                       WHERE owner = p_owner AND (expires_at IS NULL OR expires_at > v_now))
-       AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
-                       WHERE owner = p_owner AND expires_at > v_now
-                         AND NOT (namespace = p_namespace AND resource = v_resource
-                                  AND request_id = p_request_id))
-       AND NOT EXISTS (SELECT 1 FROM @schema@.leases
-                       WHERE namespace = p_namespace AND expires_at <= v_now
-                         AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi)))
+       AND @schema@.may_queue_fast(p_namespace, v_resource, v_up, p_owner, p_request_id, v_now)
     THEN
-      -- Fast path 2. Who is in the way, as decide() lists them for this request.
-      SELECT coalesce(jsonb_agg(@schema@.lease_json(o, v_now) ORDER BY o.token), '[]')
-      INTO v_leases
-      FROM @schema@.leases o
-      WHERE o.namespace = p_namespace AND o.owner <> p_owner
-        AND (o.expires_at IS NULL OR o.expires_at > v_now)
-        AND (o.resource = ANY (v_up) OR (o.resource > v_lo AND o.resource < v_hi));
-      SELECT position INTO v_mine FROM @schema@.waiters
-      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
-        AND expires_at > v_now;
-      -- The entries ahead as fast path 0 reports them (the first, and how
-      -- many up to 64), not the whole queue: a herd's first attempts take
-      -- turns under the lock, and a list would make each cost the queue's
-      -- length.
-      SELECT count(*) INTO v_ahead
-      FROM (SELECT 1 FROM unnest(v_up) AS r (name)
-            CROSS JOIN LATERAL (
-              SELECT 1 FROM @schema@.waiters w
-              WHERE w.namespace = p_namespace AND w.resource = r.name
-                AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-                AND w.expires_at > v_now
-              ORDER BY w.position LIMIT 64) AS x
-            UNION ALL
-            (SELECT 1 FROM @schema@.waiters w
-             WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
-               AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-               AND w.expires_at > v_now
-             LIMIT 64)
-            LIMIT 64) AS ahead;
-      IF v_ahead > 0 THEN
-        SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
-        FROM (SELECT * FROM (
-                SELECT x.* FROM unnest(v_up) AS r (name)
-                CROSS JOIN LATERAL (
-                  SELECT * FROM @schema@.waiters w
-                  WHERE w.namespace = p_namespace AND w.resource = r.name
-                    AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-                    AND w.expires_at > v_now
-                  ORDER BY w.position LIMIT 1) AS x
-                UNION ALL
-                (SELECT * FROM @schema@.waiters w
-                 WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
-                   AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-                   AND w.expires_at > v_now
-                 ORDER BY w.position LIMIT 1)) AS c
-              ORDER BY c.position LIMIT 1) AS f;
+      -- Fast path 2: queued behind whoever is in the way, or granted as in 1.
+      v_done := @schema@.queue_behind(p_namespace, p_resources, v_up, p_owner, p_ttl_ms,
+                                      p_request_id, p_host, p_ip, p_pid, p_user, p_command,
+                                      p_started, v_now);
+      IF v_done IS NOT NULL THEN
+        RETURN v_done;
       END IF;
-      IF v_leases = '[]' AND v_ahead = 0 THEN
-        v_grant := true;
-      ELSE
-        PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
-                                 p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                                 p_started, v_now);
-        SELECT position INTO v_mine FROM @schema@.waiters
-        WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
-        RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
-                                  'leases', v_leases, 'waiters', v_waiters, 'ahead', v_ahead,
-                                  'mine', v_mine);
-      END IF;
+      v_grant := true;
     END IF;
     IF v_grant AND p_once_per_ms IS NOT NULL THEN
       -- --once-per: is the period done? (skip_done_period)
