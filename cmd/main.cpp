@@ -133,9 +133,11 @@ int main(int argc, char** argv) {
   bool password_in_argv = std::any_of(
       args.begin(), args.end(), [](const std::string& arg) { return util::has_password(arg); });
   if (only == "run" && !password_in_argv) {
-    // Forked while clock has built nothing yet: the fork copies fewer page
-    // tables, and what clock allocates afterwards is its own, not pages
-    // shared with the guard that it must copy on its first write to them.
+    // Started first thing: the guard program's exec runs beside clock's
+    // parsing and opening of the store. Where a fork of clock guards instead,
+    // it copies fewer page tables now, and what clock allocates afterwards is
+    // its own, not pages shared with the guard that it must copy on its first
+    // write to them.
     try {
       context.guard = std::make_unique<run::Guard>();
     } catch (const Error&) {

@@ -1,9 +1,13 @@
 // The guard process: kills the child's process group when clock dies; clock
-// stands it down with SIGKILL when it finishes normally.
+// stands it down with SIGKILL when it finishes normally. The guard program
+// (guard/clock_guard.c, started by run/guard_program.cpp) when it is
+// installed, else a fork of clock.
 #include "run/guard.hpp"
 
 #include <cerrno>
 #include <csignal>
+#include <fcntl.h>
+#include <pthread.h>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -12,6 +16,7 @@
 #include <unistd.h>
 
 #include "error.hpp"
+#include "run/guard_program.hpp"
 #include "run/signals.hpp"
 
 namespace clk::run {
@@ -83,11 +88,27 @@ void close_all_but(int fd) {
 }  // namespace
 
 Guard::Guard() {
-  // No handler of clock's may run in the guard before it ignores them.
-  BlockedSignals blocked;
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     fail("socketpair");
+  // The program costs clock a clone (a vfork and the start of an exec where
+  // the clone is not available); a fork costs it a copy of its page tables
+  // and a copy-on-write fault for every page it writes afterwards.
+  if (auto program = find_guard_program()) {
+    if (pid_t pid = launch_guard_program(*program, fds[0]); pid > 0) {
+      close(fds[0]);
+      m_pid = pid;
+      m_fd = fds[1];
+      m_reported = false;
+      return;
+    }
+  }
+  fork_guard(fds);
+}
+
+void Guard::fork_guard(int fds[2]) {
+  // No handler of clock's may run in the guard before it ignores them.
+  BlockedSignals blocked;
   pid_t pid = fork();
   if (pid < 0) {
     int saved = errno;
@@ -114,6 +135,29 @@ Guard::Guard() {
     errno = saved;
     fail("setpgid");
   }
+}
+
+pid_t Guard::process_group() {
+  if (m_reported)
+    return m_pid;
+  char byte;
+  ssize_t n;
+  while ((n = read(m_fd, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  m_reported = true;
+  if (n == 1)
+    return m_pid;
+  // The program could not start (or died): a fork of clock guards instead.
+  close(m_fd);
+  m_fd = -1;
+  while (waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  m_pid = -1;
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    fail("socketpair");
+  fork_guard(fds);
+  return m_pid;
 }
 
 Guard::~Guard() {

@@ -304,20 +304,28 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     return after_child ? after_child(end) : end.status;
   }
 
-  std::optional<Heartbeat> heartbeat;
-  Ending ending{};
-  try {
-    if (options.ttl > milliseconds::zero())
-      heartbeat.emplace(options, lease, first_renewal_start);
-    Supervision supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr,
-                            terminal, started);
-    ending = supervision.run();
-  } catch (...) {
-    // Never leave the command running without renewals (the heartbeat's
-    // thread starts inside the loop, and may fail to).
+  // Never leave the command running without renewals: when the heartbeat
+  // cannot be set up, or its thread (started inside the loop) cannot start.
+  auto stop_command = [&] {
     kill(-group, SIGKILL);
     while (waitpid(spawned.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+  };
+  std::optional<Heartbeat> heartbeat;
+  try {
+    if (options.ttl > milliseconds::zero())
+      heartbeat.emplace(options, lease, first_renewal_start);
+  } catch (...) {
+    stop_command();
+    throw;
+  }
+  Supervision supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr,
+                          terminal, started);
+  Ending ending{};
+  try {
+    ending = supervision.run();
+  } catch (...) {
+    stop_command();
     throw;
   }
   auto [status, out_of_time, lease_lost] = ending;

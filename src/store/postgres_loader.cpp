@@ -2,7 +2,6 @@
 // module stays loaded until the process exits: the Store it makes runs its code.
 #include "store/postgres_loader.hpp"
 
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -12,6 +11,7 @@
 
 #include "error.hpp"
 #include "store/postgres/module.hpp"
+#include "util/private_files.hpp"
 
 namespace clk::store {
 
@@ -20,14 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* k_module_file = "clock-postgres.so";
-
-fs::path executable_folder() {
-  std::array<char, 4096> path{};
-  auto length = readlink("/proc/self/exe", path.data(), path.size() - 1);
-  if (length <= 0)
-    return {};
-  return fs::path(std::string(path.data(), static_cast<std::size_t>(length))).parent_path();
-}
 
 // dlopen with two start-up costs avoided (measured with callgrind, tests/bench):
 // - RTLD_LAZY: libpq brings some twenty libraries (Kerberos, LDAP, GnuTLS,
@@ -56,14 +48,8 @@ struct Module {
 };
 
 Module load() {
-  // Next to the binary (a build tree), in the module folder relative to it (an
-  // install unpacked elsewhere, as `dpkg -x` does), then where it was installed.
-  auto folder = executable_folder();
-  std::vector<fs::path> candidates = {
-      folder / k_module_file, folder.parent_path() / CLOCK_POSTGRES_MODULE_SUBDIR / k_module_file,
-      fs::path(CLOCK_POSTGRES_MODULE_DIR) / k_module_file};
   std::string tried;
-  for (const auto& candidate : candidates) {
+  for (const auto& candidate : util::private_file_candidates(k_module_file)) {
     std::error_code error;
     if (!fs::exists(candidate, error)) {
       tried += (tried.empty() ? "" : ", ") + candidate.string();

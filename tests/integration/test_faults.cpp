@@ -18,6 +18,9 @@
 using namespace clk::test;
 using nlohmann::json;
 
+// Prints the executable of the process that leads the caller's process group.
+constexpr const char* k_group_leader = "readlink /proc/$(ps -o pgid= -p $$ | tr -d ' ')/exe";
+
 TEST_SUITE("faults") {
   TEST_CASE(
       "kill -9 of clock run takes the child down at once; the lease frees after its TTL, never "
@@ -90,6 +93,40 @@ TEST_SUITE("faults") {
     run->signal(SIGKILL);
     Result result = run->wait(10s);
     CHECK(result.status == 128 + SIGKILL);
+    bool gone = await([&] { return !process_alive(grandchild); }, 5s, 1ms);
+    if (!gone)
+      kill(grandchild, SIGKILL);  // do not leave it behind
+    CHECK_MESSAGE(gone, "a process in the child's group outlived a killed clock run");
+  }
+
+  TEST_CASE("the command's process group is led by the guard program installed beside clock") {
+    TestEnv env;
+    auto result = env.clock({"run", "-r", "job", "--", "sh", "-c", k_group_leader});
+    CHECK_EXIT(result, 0);
+    auto program = fs::canonical(fs::path(TestEnv::clock_binary()).parent_path() / "clock-guard");
+    CHECK(result.out == program.string() + "\n");
+  }
+
+  TEST_CASE("without the guard program a fork of clock guards: kill -9 still takes the group down" *
+            only_on("sqlite")) {
+    TestEnv env;
+    // A copy of the binary alone in a folder finds no guard program (and no
+    // PostgreSQL module: SQLite only).
+    fs::create_directory(env.path("alone"));
+    fs::path alone = env.path("alone") / "clock";
+    fs::copy_file(TestEnv::clock_binary(), alone);
+    auto leader =
+        run(env.command({alone.string(), "run", "-r", "job", "--", "sh", "-c", k_group_leader}),
+            env.dir(), 30s);
+    CHECK_EXIT(leader, 0);
+    CHECK(leader.out == fs::canonical(alone).string() + "\n");
+
+    auto job = env.spawn(env.command({alone.string(), "run", "-r", "job", "--", "sh", "-c",
+                                      "sleep 1000 & echo $! > \"$T_DIR/pid\"; wait"}));
+    pid_t grandchild = await_pid_file(env, "pid");
+    REQUIRE(grandchild > 0);
+    job->signal(SIGKILL);
+    CHECK(job->wait(10s).status == 128 + SIGKILL);
     bool gone = await([&] { return !process_alive(grandchild); }, 5s, 1ms);
     if (!gone)
       kill(grandchild, SIGKILL);  // do not leave it behind

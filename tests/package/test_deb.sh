@@ -91,6 +91,16 @@ else
   skip "the binary is stripped (no readelf)"
 fi
 
+# The guard program beside the module, found from the unpacked binary: the
+# command's process group is led by it, not by a fork of clock.
+guard_program=$(compgen -G "$fs/usr/lib/*/clock/clock-guard")
+check "the guard program is installed beside the PostgreSQL module" test -x "$guard_program"
+check "clock run puts the command in the guard program's process group" \
+  bash -c 'leader=$("$1" --database "sqlite:$2" run -r guard -- \
+             sh -c "readlink /proc/\$(ps -o pgid= -p \$\$ | tr -d \" \")/exe") &&
+           [[ $leader == "$3" ]] || { echo "group leader: $leader"; false; }' \
+  _ "$clock" "$root/state/guard.db" "$guard_program"
+
 # --- the man page -----------------------------------------------------------------
 man_gz=$fs/usr/share/man/man1/clock.1.gz
 check "man page at /usr/share/man/man1/clock.1.gz" test -f "$man_gz"

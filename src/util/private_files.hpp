@@ -1,0 +1,16 @@
+// Where clock finds its private files (the PostgreSQL module, the guard
+// program): next to the binary (a build tree), in the private folder relative
+// to it (an install unpacked elsewhere, as `dpkg -x` does), then where it was
+// installed.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace clk::util {
+
+// The places to look for `name`, in that order.
+std::vector<std::filesystem::path> private_file_candidates(const std::string& name);
+
+}  // namespace clk::util
