@@ -300,8 +300,9 @@ TEST_SUITE("hostile input") {
     CHECK(history.out.find("hunter") == std::string::npos);
   }
 
-  // clock run forks its guard before parsing when it can: not with a password
-  // in argv, or the guard's copy would keep it visible.
+  // clock run starts its guard before parsing when it can: not with a
+  // password in argv, or a forked guard's copy of argv would keep it visible.
+  // The guard program has an argv of its own.
   TEST_CASE("a password given with --database is not in the guard's /proc/PID/cmdline" *
             only_on("postgres")) {
     TestEnv env;
@@ -337,7 +338,7 @@ TEST_SUITE("hostile input") {
     }
     REQUIRE(guard);
     std::string cmdline = proc_cmdline(*guard);
-    CHECK(cmdline.find("--database") != std::string::npos);
+    CHECK(!cmdline.empty());
     CHECK(cmdline.find(secret) == std::string::npos);
     waiter->signal(SIGTERM);
     waiter->wait();
