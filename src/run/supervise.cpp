@@ -295,6 +295,8 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     return after_child ? after_child(end) : end.status;
   }
 
+  if (options.beside_command)
+    options.beside_command();
   std::optional<Heartbeat> heartbeat;
   if (options.ttl > milliseconds::zero()) {
     try {
