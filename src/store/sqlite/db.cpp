@@ -214,6 +214,7 @@ Statement Database::prepare(const char* sql) {
 int Database::after_commit(void* self, sqlite3* db, const char* name, int frames) {
   auto* database = static_cast<Database*>(self);
   database->m_wal_frames = frames;
+  ++database->m_commits;
   if (frames < k_wal_checkpoint_pages)
     return SQLITE_OK;
   // Not sqlite3_wal_autocheckpoint's passive checkpoint: what it copies
@@ -235,7 +236,10 @@ int Database::after_commit(void* self, sqlite3* db, const char* name, int frames
 }
 
 void Database::checkpoint_when_idle() noexcept {
-  if (m_wal_frames < k_idle_checkpoint_pages)
+  // More than one commit (a grant after queueing): others want this lock,
+  // and one may be queued behind this holder too, whose wait a checkpoint
+  // that outlasts the command would lengthen.
+  if (m_wal_frames < k_idle_checkpoint_pages || m_commits > 1)
     return;
   int log = 0;
   int copied = 0;

@@ -67,6 +67,7 @@ class Database {
   std::string m_path;
   sqlite3* m_db = nullptr;
   int m_wal_frames = 0;  // in the WAL after this connection's last commit
+  int m_commits = 0;     // write transactions this connection committed
   std::vector<std::unique_ptr<Cached>> m_cache;
   std::chrono::milliseconds m_busy_timeout;
   std::chrono::steady_clock::time_point m_busy_deadline{};
