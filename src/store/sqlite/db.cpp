@@ -217,19 +217,23 @@ int Database::after_commit(void* self, sqlite3* db, const char* name, int frames
   ++database->m_commits;
   if (frames < k_wal_checkpoint_pages)
     return SQLITE_OK;
-  // Not sqlite3_wal_autocheckpoint's passive checkpoint: what it copies
-  // counts only in this process's WAL index, which the next process to open
-  // the file alone rebuilds from the WAL, counting every frame as not yet
-  // copied. A process that commits once (clock acquire, clock release) then
-  // copied the whole WAL again at each commit past the mark, and the WAL
-  // never started over. Truncating it lasts. Without the busy handler, a
-  // reader or writer in the way makes this the passive checkpoint, and the
-  // next commit past the mark tries again; errors are the next one's too.
+  // sqlite3_wal_autocheckpoint's passive checkpoint, which blocks no other
+  // writer while it copies. What it copies counts only in this process's
+  // WAL index, though: the next process to open the file alone rebuilds it
+  // from the WAL, counting every frame as not yet copied, so a process that
+  // commits once (clock acquire, clock release) copied the whole WAL again
+  // at each commit past the mark, and the WAL never started over. Once all
+  // is copied, truncating the WAL lasts, and takes the write lock only for
+  // a moment; without the busy handler, anyone in the way leaves it to the
+  // next commit past the mark (as any error).
   int log = 0;
   int copied = 0;
-  sqlite3_busy_handler(db, nullptr, nullptr);
-  int rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied);
-  sqlite3_busy_handler(db, busy_handler, self);
+  int rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+  if (rc == SQLITE_OK && log == copied) {
+    sqlite3_busy_handler(db, nullptr, nullptr);
+    rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied);
+    sqlite3_busy_handler(db, busy_handler, self);
+  }
   if (rc == SQLITE_OK)
     database->m_wal_frames = log - copied;
   return SQLITE_OK;
