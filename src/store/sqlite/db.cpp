@@ -81,13 +81,14 @@ constexpr int k_wal_checkpoint_pages = 200;
 
 // clock run checkpoints sooner, while its command runs and nobody waits on
 // it (Database::checkpoint_when_idle), once the WAL holds this many pages:
-// every third run or so, which leaves the mark above a backstop for other
-// commands. The first writer after a complete checkpoint starts the WAL
-// over, so the next process rebuilds its index from a few frames, and the
-// commit that wakes a waiter (the release) seldom reaches the mark above
-// and checkpoints beside it. A checkpoint every run was slower than none:
-// its two fsyncs outlast a short command, and each WAL restart costs the
-// release one more. docs/performance.md (issue 18) has the measurements.
+// every third uncontended run or so, which leaves the mark above a backstop
+// for other commands and for holders that queued. The first writer after a
+// complete checkpoint starts the WAL over, so the next process rebuilds its
+// index from a few frames, and the commit that wakes a waiter (the release)
+// seldom reaches the mark above and checkpoints beside it. A checkpoint
+// every run was slower than none: its fsyncs outlast a short command, and
+// each WAL restart costs the release one more. docs/performance.md (issue
+// 18) has the measurements.
 constexpr int k_idle_checkpoint_pages = 60;
 
 // SQLite creates a new database 0644 whatever the umask, so two users of one
