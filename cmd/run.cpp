@@ -264,6 +264,7 @@ Action register_run(CLI::App& app) {
     auto keeping = keep_lease(*store, held);
     // Recorded before the release, while the lease is still held.
     run.on_out_of_time = [&] { record_killed(*store, plan.request); };
+    run.beside_command = [&] { store->use_idle_time(); };
     return run::supervise(run, *guard, keeping, acquired.attempt_start,
                           [&](const run::RunEnd& end) {
                             return release_after_run(*store, plan, acquired.grants, end);

@@ -49,6 +49,11 @@ struct RunOptions {
   // the renewals have stopped, before `after_child`: where the run records
   // that it was killed. Optional.
   std::function<void()> on_out_of_time;
+  // Called once on the main thread just after the command has started and
+  // before the heartbeat does, so nothing else uses the store meanwhile: work
+  // the store would otherwise do later where someone waits (the release).
+  // Optional; must not throw.
+  std::function<void()> beside_command;
   std::string lease_name;  // for messages only: the resource name(s); may be empty
 };
 

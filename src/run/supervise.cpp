@@ -304,6 +304,8 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     return after_child ? after_child(end) : end.status;
   }
 
+  if (options.beside_command)
+    options.beside_command();
   // Never leave the command running without renewals: when the heartbeat
   // cannot be set up, or its thread (started inside the loop) cannot start.
   auto stop_command = [&] {

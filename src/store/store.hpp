@@ -340,6 +340,12 @@ class Store {
   // borrowed, not held).
   virtual void rest() {}
 
+  // Work the store may do while its caller waits on something else (clock
+  // run, while the command runs, before the heartbeat starts), so that it is
+  // not paid later on a path someone waits for: SQLite checkpoints a long
+  // WAL. Only called while no other call is in progress. Never throws.
+  virtual void use_idle_time() noexcept {}
+
   // What an operator should know about how the database is set up (clock
   // init and clock status -v print each as a warning): one line each, none
   // when all is well or when the backend cannot tell. Never throws.

@@ -412,6 +412,40 @@ TEST_CASE("if clock is killed, the child and its grandchildren die too") {
   CHECK(wait_for([&] { return process_gone(grandchild); }));
 }
 
+TEST_CASE("beside_command runs once while the command runs, before any renewal") {
+  ScratchDir dir;
+  // The command waits (up to 10s) for the file that only the hook creates.
+  RunOptions options = with_lease(shell("i=0; while [ ! -e " + dir.file("hook-ran") +
+                                        " ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+                                        "[ -e " +
+                                        dir.file("hook-ran") + " ] && exit 4; exit 9"));
+  std::atomic<int> renewals{0};
+  int calls = 0;
+  int renewals_before = -1;
+  options.beside_command = [&] {
+    ++calls;
+    renewals_before = renewals.load();
+    dir.touch("hook-ran");
+  };
+  CHECK(supervise(options, [&] {
+          ++renewals;
+          return RenewOutcome::renewed;
+        }) == 4);
+  CHECK(calls == 1);
+  CHECK(renewals_before == 0);
+}
+
+TEST_CASE("beside_command does not run for a command that could not be started") {
+  CapturedLog log;
+  RunOptions options;
+  options.ttl = 0ms;
+  options.argv = {"clock-test-no-such-command"};
+  int calls = 0;
+  options.beside_command = [&] { ++calls; };
+  CHECK(supervise(options) == 127);
+  CHECK(calls == 0);
+}
+
 TEST_CASE("--max-runtime stops a command that runs too long with SIGTERM and gives 124") {
   CapturedLog log;
   RunOptions options = shell("sleep 30");

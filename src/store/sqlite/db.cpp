@@ -79,6 +79,18 @@ int retry_while_busy(std::chrono::milliseconds timeout, Attempt attempt) {
 // at 50.
 constexpr int k_wal_checkpoint_pages = 200;
 
+// clock run checkpoints sooner, while its command runs and nobody waits on
+// it (Database::checkpoint_when_idle), once the WAL holds this many pages:
+// every third uncontended run or so, which leaves the mark above a backstop
+// for other commands and for holders that queued. The first writer after a
+// complete checkpoint starts the WAL over, so the next process rebuilds its
+// index from a few frames, and the commit that wakes a waiter (the release)
+// seldom reaches the mark above and checkpoints beside it. A checkpoint
+// every run was slower than none: its fsyncs outlast a short command, and
+// each WAL restart costs the release one more. docs/performance.md (issue
+// 18) has the measurements.
+constexpr int k_idle_checkpoint_pages = 60;
+
 // SQLite creates a new database 0644 whatever the umask, so two users of one
 // group cannot share it in a setgid folder. Create it as flock(1) and touch(1)
 // do, 0666 & ~umask; SQLite's unix VFS gives the -wal and -shm files the
@@ -144,7 +156,9 @@ Database::Database(std::string path, std::chrono::milliseconds busy_timeout)
   sqlite3_db_config(m_db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   int persist_wal = 1;
   sqlite3_file_control(m_db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
-  sqlite3_wal_autocheckpoint(m_db, k_wal_checkpoint_pages);  // the API: no statement to parse
+  // SQLite's automatic checkpoint at k_wal_checkpoint_pages, and the WAL's
+  // length for checkpoint_when_idle (this hook replaces the automatic one).
+  sqlite3_wal_hook(m_db, after_commit, this);
   try {
     // WAL lets readers (status) run beside a writer; NORMAL sync is durable
     // against a crash of clock, and a power loss also ends every holder here.
@@ -196,6 +210,50 @@ Statement Database::prepare(const char* sql) {
     return Statement(*this, stmt);
   m_cache.push_back(std::make_unique<Cached>(Cached{sql, stmt, true}));
   return Statement(*this, stmt, &m_cache.back()->in_use);
+}
+
+int Database::after_commit(void* self, sqlite3* db, const char* name, int frames) {
+  auto* database = static_cast<Database*>(self);
+  database->m_wal_frames = frames;
+  ++database->m_commits;
+  if (frames < k_wal_checkpoint_pages)
+    return SQLITE_OK;
+  // sqlite3_wal_autocheckpoint's passive checkpoint, which blocks no other
+  // writer while it copies. What it copies counts only in this process's
+  // WAL index, though: the next process to open the file alone rebuilds it
+  // from the WAL, counting every frame as not yet copied, so a process that
+  // commits once (clock acquire, clock release) copied the whole WAL again
+  // at each commit past the mark, and the WAL never started over. Once all
+  // is copied, truncating the WAL lasts, and takes the write lock only for
+  // a moment; without the busy handler, anyone in the way leaves it to the
+  // next commit past the mark (as any error).
+  int log = 0;
+  int copied = 0;
+  int rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+  if (rc == SQLITE_OK && log == copied) {
+    sqlite3_busy_handler(db, nullptr, nullptr);
+    rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied);
+    sqlite3_busy_handler(db, busy_handler, self);
+  }
+  if (rc == SQLITE_OK)
+    database->m_wal_frames = log - copied;
+  return SQLITE_OK;
+}
+
+void Database::checkpoint_when_idle() noexcept {
+  // More than one commit (a grant after queueing): others want this lock,
+  // and one may be queued behind this holder too, whose wait a checkpoint
+  // that outlasts the command would lengthen.
+  if (m_wal_frames < k_idle_checkpoint_pages || m_commits > 1)
+    return;
+  int log = 0;
+  int copied = 0;
+  // SQLITE_BUSY: another process checkpoints, or a reader keeps frames from
+  // being copied; a full disk or a failed write leaves the WAL as it was.
+  // Either way the automatic checkpoint remains.
+  if (sqlite3_wal_checkpoint_v2(m_db, "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
+      SQLITE_OK)
+    m_wal_frames = log - copied;
 }
 
 std::int64_t Database::changes() const {

@@ -36,6 +36,13 @@ class Database {
   std::int64_t changes() const;
   // PRAGMA data_version: changes whenever another connection commits.
   std::int64_t data_version();
+  // Copies the WAL into the database file (a passive checkpoint: it waits
+  // for nobody) when this connection's last commit left it long, so that the
+  // next writer starts the WAL over and the next process rebuilds its index
+  // from a few frames. For idle time (clock run's command running); a busy
+  // or failing checkpoint changes nothing and leaves the WAL to the
+  // automatic one. Never throws.
+  void checkpoint_when_idle() noexcept;
 
   // Throws the clk::Error that `rc` means, naming the file and `what`.
   [[noreturn]] void fail(int rc, std::string_view what) const;
@@ -55,8 +62,12 @@ class Database {
     bool in_use;
   };
 
+  static int after_commit(void* self, sqlite3* db, const char* name, int frames);
+
   std::string m_path;
   sqlite3* m_db = nullptr;
+  int m_wal_frames = 0;  // in the WAL after this connection's last commit
+  int m_commits = 0;     // write transactions this connection committed
   std::vector<std::unique_ptr<Cached>> m_cache;
   std::chrono::milliseconds m_busy_timeout;
   std::chrono::steady_clock::time_point m_busy_deadline{};

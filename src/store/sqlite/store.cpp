@@ -93,6 +93,7 @@ class SqliteStore final : public Store {
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
   void migrate() override;
+  void use_idle_time() noexcept override { m_db.checkpoint_when_idle(); }
   // One file on one host: nothing to warn about.
   std::vector<std::string> setup_warnings() override { return {}; }
 
