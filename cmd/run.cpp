@@ -28,13 +28,14 @@ std::string joined_tokens(const std::vector<store::Grant>& grants) {
 }
 
 // The leases the heartbeat keeps: every resource, under the tokens granted.
+// Without the caller: keep_lease() adds it (its lineage is read while the
+// command runs, not between the grant and the command's start).
 store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::Grant>& grants) {
   store::RenewRequest held;
   held.ns = plan.request.ns;
   held.resources = plan.request.resources;
   held.owner = plan.request.owner;
   held.secret = plan.request.secret;
-  held.caller = this_caller();
   held.ttl = plan.request.ttl;
   for (const auto& grant : grants)
     held.tokens.push_back(grant.token);
@@ -49,7 +50,9 @@ store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::G
 run::LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& held) {
   run::LeaseKeeping keeping;
   keeping.renew = [&store, held] {
-    store.renew(held);
+    auto request = held;
+    request.caller = this_caller();
+    store.renew(request);
     return run::RenewOutcome::renewed;
   };
   keeping.check_interval = store.still_holds_interval();
@@ -264,7 +267,13 @@ Action register_run(CLI::App& app) {
     auto keeping = keep_lease(*store, held);
     // Recorded before the release, while the lease is still held.
     run.on_out_of_time = [&] { record_killed(*store, plan.request); };
-    run.beside_command = [&] { store->use_idle_time(); };
+    // While the command runs: this process's facts as a caller (its
+    // ancestors' /proc files, some 30 system calls) for the renewals and the
+    // release, and whatever the store would otherwise do later.
+    run.beside_command = [&] {
+      this_caller();
+      store->use_idle_time();
+    };
     return run::supervise(run, *guard, keeping, acquired.attempt_start,
                           [&](const run::RunEnd& end) {
                             return release_after_run(*store, plan, acquired.grants, end);
