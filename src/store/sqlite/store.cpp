@@ -482,7 +482,6 @@ Grant SqliteStore::reenter(const LockRequest& request, const LeaseRow& held, std
 
 Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   WriteTransaction tx(m_db);
-  m_seen_version = m_db.data_version();
   auto now = now_ms();
   Attempt attempt;
   std::vector<lock::Decision> decisions;
@@ -534,6 +533,10 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       attempt.cycle = *cycle;
     } else {
       attempt.outcome = Outcome::blocked;
+      // What wait_for_change() compares with: read in the transaction that
+      // found the request blocked (our own writes do not change it), and only
+      // then, as only a blocked attempt waits.
+      m_seen_version = m_db.data_version();
       if (queue)
         enqueue(request, now);
       else if (request.record_refusal)
