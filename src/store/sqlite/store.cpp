@@ -814,8 +814,17 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   auto now = now_ms();
   std::vector<Released> released;
   std::vector<Refused> failures;
+  // Each lease comes with whether the secret proves its ownership, as
+  // proves() would answer, from the same statement.
+  constexpr int k_proven_column = 17;  // after the CLOCK_LEASE_COLUMNS
+  struct Found {
+    LeaseRow row;
+    bool proven;
+  };
+  auto hash = secret_hash(request.secret);
   for (const auto& resource : request.resources) {
     auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                             ", secret_hash IS NULL OR secret_hash = ?4"
                              " FROM leases WHERE namespace = ?1 AND resource = ?2"
                              " AND (?3 IS NULL OR owner = ?3)");
     find.bind(1, request.ns).bind(2, resource.str());
@@ -824,9 +833,13 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
     } else {
       find.bind(3, request.owner ? request.owner->str() : std::string());
     }
-    std::vector<LeaseRow> rows;
+    if (hash)
+      find.bind(4, *hash);
+    else
+      find.bind_null(4);
+    std::vector<Found> rows;
     while (find.step())
-      rows.push_back(sqlite::read_lease(find));
+      rows.push_back({sqlite::read_lease(find), find.integer(k_proven_column) != 0});
     if (rows.empty()) {
       failures.push_back({request.force                               ? Refusal::nobody_holds
                           : held_by_others(request.ns, resource, now) ? Refusal::other_owner
@@ -836,7 +849,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
     }
     Released result{resource, 0, 0};
     bool refused = false;
-    for (const auto& row : rows) {
+    for (const auto& [row, proven] : rows) {
       const auto& lease = row.lease;
       bool expired = lease.expires_at && sqlite::ms_of(*lease.expires_at) <= now;
       auto held = now - sqlite::ms_of(lease.acquired_at);
@@ -845,7 +858,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
         record(expired ? EventKind::expired : EventKind::forced, lease, now, held,
                expired ? std::string() : describe(request.caller));
         ++result.holders_removed;
-      } else if (!expired && !proves(lease, request.secret)) {
+      } else if (!expired && !proven) {
         // Changes nothing but history: the holder keeps its lease.
         record(EventKind::refused, lease, now, std::nullopt, describe(request.caller));
         failures.push_back({Refusal::not_proven, resource});
