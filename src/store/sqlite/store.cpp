@@ -100,8 +100,7 @@ class SqliteStore final : public Store {
   std::int64_t now_ms();
   std::vector<LeaseRow> related_leases(const std::string& ns, const lock::Resource& resource);
   std::vector<WaiterRow> related_waiters(const std::string& ns, const lock::Resource& resource,
-                                         std::int64_t now);
-  std::optional<WaiterRow> own_waiter(const LockRequest& request, const lock::Resource& resource);
+                                         std::int64_t now, const lock::OwnerId* own = nullptr);
   std::vector<lock::Lease> live_leases_dropping_expired(std::vector<LeaseRow> rows,
                                                         std::int64_t now);
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
@@ -117,7 +116,8 @@ class SqliteStore final : public Store {
   void remove_lease(const lock::Lease& lease);
   bool proves(const lock::Lease& lease, const std::string& secret);
   std::int64_t next_token();
-  void enqueue(const LockRequest& request, std::int64_t now);
+  void enqueue(const LockRequest& request, std::int64_t now,
+               const std::vector<std::optional<WaiterRow>>& own_entries);
   void dequeue(const LockRequest& request);
   void drop_waiter(const std::string& ns, const lock::Resource& resource,
                    const lock::OwnerId& owner);
@@ -134,7 +134,7 @@ class SqliteStore final : public Store {
   }
 
   Database m_db;
-  std::int64_t m_seen_version = -1;  // data_version inside our last transaction
+  std::int64_t m_seen_version = -1;  // data_version when an acquire was last blocked
   // still_holds(): the data_version at which `m_held_owner` last held its leases.
   std::int64_t m_held_version = -1;
   std::string m_held_owner;
@@ -170,16 +170,21 @@ std::vector<LeaseRow> SqliteStore::related_leases(const std::string& ns,
   return rows;
 }
 
+// The live queue entries on the resource, its ancestors and its
+// descendants, in queue order, and, when `own` is given, that owner's entry
+// on the resource itself even if it has lapsed: an acquire learns where it
+// stands in the queue from the same statement.
 std::vector<WaiterRow> SqliteStore::related_waiters(const std::string& ns,
                                                     const lock::Resource& resource,
-                                                    std::int64_t now) {
-  auto names = self_and_ancestors(resource);
+                                                    std::int64_t now, const lock::OwnerId* own) {
+  auto names = self_and_ancestors(resource);  // the resource itself last
+  std::string self = "?" + std::to_string(5 + static_cast<int>(names.size()));
   std::string sql =
       "SELECT " CLOCK_WAITER_COLUMNS
-      " FROM waiters WHERE namespace = ?1 AND expires_at > ?5"
-      "   AND resource IN (" +
-      parameters_from(6, names.size()) +
-      ")"
+      " FROM waiters WHERE namespace = ?1 AND resource IN (" +
+      parameters_from(6, names.size()) + ") AND (expires_at > ?5 OR (owner = ?2 AND resource = " +
+      self +
+      "))"
       " UNION ALL "
       "SELECT " CLOCK_WAITER_COLUMNS
       " FROM waiters WHERE namespace = ?1 AND expires_at > ?5 AND resource > ?3 AND resource < ?4"
@@ -189,22 +194,16 @@ std::vector<WaiterRow> SqliteStore::related_waiters(const std::string& ns,
       .bind(3, resource.descendant_floor())
       .bind(4, resource.descendant_ceiling())
       .bind(5, now);
+  if (own)
+    stmt.bind(2, own->str());
+  else
+    stmt.bind_null(2);
   for (std::size_t i = 0; i < names.size(); ++i)
     stmt.bind(6 + static_cast<int>(i), names[i]);
   std::vector<WaiterRow> rows;
   while (stmt.step())
     rows.push_back(sqlite::read_waiter(stmt));
   return rows;
-}
-
-std::optional<WaiterRow> SqliteStore::own_waiter(const LockRequest& request,
-                                                 const lock::Resource& resource) {
-  auto stmt = m_db.prepare("SELECT " CLOCK_WAITER_COLUMNS
-                           " FROM waiters WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
-  stmt.bind(1, request.ns).bind(2, resource.str()).bind(3, request.owner.str());
-  if (!stmt.step())
-    return std::nullopt;
-  return sqlite::read_waiter(stmt);
 }
 
 // An expired lease never blocks anyone: the first writer that meets one
@@ -365,10 +364,14 @@ std::int64_t SqliteStore::next_token() {
   return stmt.integer(0);
 }
 
-void SqliteStore::enqueue(const LockRequest& request, std::int64_t now) {
+// `own_entries`: the owner's entry on each resource of the request, as this
+// transaction found it (related_waiters()).
+void SqliteStore::enqueue(const LockRequest& request, std::int64_t now,
+                          const std::vector<std::optional<WaiterRow>>& own_entries) {
   auto lifetime = waiter_lifetime(request.ttl).count();
-  for (const auto& resource : request.resources) {
-    auto existing = own_waiter(request, resource);
+  for (std::size_t i = 0; i < request.resources.size(); ++i) {
+    const auto& resource = request.resources[i];
+    const auto& existing = own_entries[i];
     // Refresh only when half the lifetime is gone: a write wakes every other
     // waiter (data_version), so rewriting on each poll would spin them all.
     if (existing && existing->expires_at_ms - now > lifetime / 2)
@@ -486,6 +489,7 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   Attempt attempt;
   std::vector<lock::Decision> decisions;
   std::vector<std::optional<LeaseRow>> own_leases;
+  std::vector<std::optional<WaiterRow>> own_entries;
   for (const auto& resource : request.resources) {
     auto rows = related_leases(request.ns, resource);
     std::optional<LeaseRow> own;
@@ -496,9 +500,16 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     auto live = live_leases_dropping_expired(std::move(rows), now);
     if (own && own->lease.expires_at && sqlite::ms_of(*own->lease.expires_at) <= now)
       own.reset();
-    auto mine = own_waiter(request, resource);
+    auto waiters = related_waiters(request.ns, resource, now, &request.owner);
+    std::optional<WaiterRow> mine;
+    for (const auto& row : waiters) {
+      if (row.waiter.owner == request.owner && row.waiter.resource == resource)
+        mine = row;
+    }
+    // Ahead of us: every live entry before ours (ours, live or lapsed, is
+    // the only lapsed one found), or every live entry when we have none.
     std::vector<lock::Waiter> earlier;
-    for (auto& row : related_waiters(request.ns, resource, now)) {
+    for (auto& row : waiters) {
       if (!mine || row.waiter.position < mine->waiter.position)
         earlier.push_back(row.waiter);
     }
@@ -522,13 +533,19 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       attempt.blocking_waiters.push_back(waiter);
     decisions.push_back(std::move(decision));
     own_leases.push_back(std::move(own));
+    own_entries.push_back(std::move(mine));
   }
+  // Leaving the queue is a no-op for an owner this transaction found in it
+  // nowhere: the uncontended acquire skips that statement.
+  bool queued = std::any_of(own_entries.begin(), own_entries.end(),
+                            [](const auto& entry) { return entry.has_value(); });
   if (!attempt.blocking_leases.empty() || !attempt.blocking_waiters.empty()) {
     auto cycle = may_close_cycle(request, now)
                      ? find_cycle(request, attempt.blocking_leases, attempt.blocking_waiters, now)
                      : std::nullopt;
     if (cycle) {
-      dequeue(request);
+      if (queued)
+        dequeue(request);
       attempt.outcome = Outcome::deadlock;
       attempt.cycle = *cycle;
     } else {
@@ -538,7 +555,7 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       // then, as only a blocked attempt waits.
       m_seen_version = m_db.data_version();
       if (queue)
-        enqueue(request, now);
+        enqueue(request, now, own_entries);
       else if (request.record_refusal)
         record_missed(request, EventKind::skipped, in_the_way(attempt), now);
     }
@@ -554,7 +571,8 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   });
   if (request.once_per && !retry) {
     if (auto done = period_done(request, now)) {
-      dequeue(request);
+      if (queued)
+        dequeue(request);
       record_missed(request, EventKind::skipped, std::nullopt, now, done);
       tx.commit();
       attempt.outcome = Outcome::done;
@@ -578,7 +596,8 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     attempt.grants.push_back(reentry ? reenter(request, *own_leases[i], now)
                                      : grant(request, request.resources[i], now));
   }
-  dequeue(request);
+  if (queued)
+    dequeue(request);
   tx.commit();
   attempt.outcome = Outcome::granted;
   return attempt;
