@@ -1,8 +1,8 @@
 // util::sha256_hex: the hash an owner's secret is kept as on SQLite, which
 // must equal PostgreSQL's encode(sha256(convert_to(s, 'UTF8')), 'hex').
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "util/process_facts.hpp"
 #include "util/sha256.hpp"

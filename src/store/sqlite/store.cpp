@@ -200,10 +200,9 @@ std::vector<WaiterRow> SqliteStore::related_waiters(const std::string& ns,
   auto names = self_and_ancestors(resource);  // the resource itself last
   std::string self = "?" + std::to_string(5 + static_cast<int>(names.size()));
   std::string sql =
-      "SELECT " CLOCK_WAITER_COLUMNS
-      " FROM waiters WHERE namespace = ?1 AND resource IN (" +
-      parameters_from(6, names.size()) + ") AND (expires_at > ?5 OR (owner = ?2 AND resource = " +
-      self +
+      "SELECT " CLOCK_WAITER_COLUMNS " FROM waiters WHERE namespace = ?1 AND resource IN (" +
+      parameters_from(6, names.size()) +
+      ") AND (expires_at > ?5 OR (owner = ?2 AND resource = " + self +
       "))"
       " UNION ALL "
       "SELECT " CLOCK_WAITER_COLUMNS
