@@ -9,7 +9,9 @@
 namespace clk::util {
 
 std::string host_name();
-// The first non-loopback IPv4 (else IPv6) address of this host, "" if none.
+// The address this host reaches others from: the source address of its IPv4
+// default route; without one, the first non-loopback IPv4 (else IPv6)
+// address of its interfaces; "" if none.
 std::string primary_ip();
 std::string user_name();
 // Joins arguments into one line, quoting those that need it for a shell; an

@@ -1,6 +1,11 @@
 // command_line (util/process_facts): what `status` and `history` store as the
 // wrapped command: quoted as a shell needs it, and always valid UTF-8 (which
-// PostgreSQL's text and JSON require), with every byte still recoverable.
+// PostgreSQL's text and JSON require), with every byte still recoverable;
+// and primary_ip, the address an owner is recorded with.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,5 +41,35 @@ TEST_SUITE("util::process_facts") {
     CHECK(!is_valid_utf8("\xed\xa0\x80"));      // a surrogate
     CHECK(!is_valid_utf8("\xe2\x82"));          // cut short
     CHECK(!is_valid_utf8("\xf4\x90\x80\x80"));  // beyond U+10FFFF
+  }
+
+  TEST_CASE("primary_ip is an address of one of this host's interfaces that are up, not loopback") {
+    // What the kernel lists, as primary_ip() did before it asked the route.
+    std::set<std::string> addresses;
+    ifaddrs* list = nullptr;
+    REQUIRE(getifaddrs(&list) == 0);
+    for (auto* entry = list; entry; entry = entry->ifa_next) {
+      if (!entry->ifa_addr || (entry->ifa_flags & IFF_LOOPBACK) || !(entry->ifa_flags & IFF_UP))
+        continue;
+      char text[INET6_ADDRSTRLEN] = {};
+      int family = entry->ifa_addr->sa_family;
+      if (family == AF_INET) {
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(entry->ifa_addr)->sin_addr, text,
+                  sizeof text);
+      } else if (family == AF_INET6) {
+        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr, text,
+                  sizeof text);
+      } else {
+        continue;
+      }
+      addresses.insert(text);
+    }
+    freeifaddrs(list);
+    std::string ip = clk::util::primary_ip();
+    INFO("primary_ip: '" << ip << "'");
+    if (addresses.empty())
+      CHECK(ip.empty());
+    else
+      CHECK(addresses.count(ip) == 1);
   }
 }

@@ -1,7 +1,7 @@
 // The SQLite Store. Every operation is one IMMEDIATE transaction: SQLite's
 // write lock serializes writers across processes, so "check for conflicts,
 // then insert" cannot race. The clock is read once per transaction, inside
-// it, from SQLite (the host's real-time clock).
+// it: the host's real-time clock, one clock for every process on the host.
 #include "store/sqlite/store.hpp"
 
 #include <algorithm>
@@ -99,10 +99,10 @@ class SqliteStore final : public Store {
 
  private:
   std::int64_t now_ms();
+  bool anything_related(const std::string& ns, const lock::Resource& resource);
   std::vector<LeaseRow> related_leases(const std::string& ns, const lock::Resource& resource);
   std::vector<WaiterRow> related_waiters(const std::string& ns, const lock::Resource& resource,
-                                         std::int64_t now);
-  std::optional<WaiterRow> own_waiter(const LockRequest& request, const lock::Resource& resource);
+                                         std::int64_t now, const lock::OwnerId* own = nullptr);
   std::vector<lock::Lease> live_leases_dropping_expired(std::vector<LeaseRow> rows,
                                                         std::int64_t now);
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
@@ -118,7 +118,8 @@ class SqliteStore final : public Store {
   void remove_lease(const lock::Lease& lease);
   bool proves(const lock::Lease& lease, const std::string& secret);
   std::int64_t next_token();
-  void enqueue(const LockRequest& request, std::int64_t now);
+  void enqueue(const LockRequest& request, std::int64_t now,
+               const std::vector<std::optional<WaiterRow>>& own_entries);
   void dequeue(const LockRequest& request);
   void drop_waiter(const std::string& ns, const lock::Resource& resource,
                    const lock::OwnerId& owner);
@@ -135,16 +136,36 @@ class SqliteStore final : public Store {
   }
 
   Database m_db;
-  std::int64_t m_seen_version = -1;  // data_version inside our last transaction
+  std::int64_t m_seen_version = -1;  // data_version when an acquire was last blocked
   // still_holds(): the data_version at which `m_held_owner` last held its leases.
   std::int64_t m_held_version = -1;
   std::string m_held_owner;
 };
 
+// The same clock that julianday('now') reads (SQLite asks the C library for
+// the real time, so libfaketime fakes both alike), without a statement to
+// parse: the system clock in whole milliseconds since the Unix epoch.
 std::int64_t SqliteStore::now_ms() {
-  auto stmt = m_db.prepare("SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)");
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Whether any lease or queue entry, live or not, lies in the tree of the
+// resource's top segment ("a" and every "a.…" for "a.b"): a superset of its
+// ancestors and descendants, in one index range per table. When none does,
+// an acquire has nothing to read or drop, and this statement, without the
+// column lists, IN lists and ORDER BY of related_leases() and
+// related_waiters(), costs a fifth of theirs to prepare (parsing is most of
+// what a statement costs a short-lived clock). When some does, they run too.
+bool SqliteStore::anything_related(const std::string& ns, const lock::Resource& resource) {
+  std::string root = resource.str().substr(0, resource.str().find('.'));
+  auto stmt = m_db.prepare(
+      "SELECT EXISTS (SELECT 1 FROM leases WHERE namespace = ?1 AND resource >= ?2"
+      "                 AND resource < ?3)"
+      "    OR EXISTS (SELECT 1 FROM waiters WHERE namespace = ?1 AND resource >= ?2"
+      "                 AND resource < ?3)");
+  stmt.bind(1, ns).bind(2, root).bind(3, root + "/");
   stmt.step();
-  return stmt.integer(0);
+  return stmt.integer(0) != 0;
 }
 
 std::vector<LeaseRow> SqliteStore::related_leases(const std::string& ns,
@@ -170,16 +191,20 @@ std::vector<LeaseRow> SqliteStore::related_leases(const std::string& ns,
   return rows;
 }
 
+// The live queue entries on the resource, its ancestors and its
+// descendants, in queue order, and, when `own` is given, that owner's entry
+// on the resource itself even if it has lapsed: an acquire learns where it
+// stands in the queue from the same statement.
 std::vector<WaiterRow> SqliteStore::related_waiters(const std::string& ns,
                                                     const lock::Resource& resource,
-                                                    std::int64_t now) {
-  auto names = self_and_ancestors(resource);
+                                                    std::int64_t now, const lock::OwnerId* own) {
+  auto names = self_and_ancestors(resource);  // the resource itself last
+  std::string self = "?" + std::to_string(5 + static_cast<int>(names.size()));
   std::string sql =
-      "SELECT " CLOCK_WAITER_COLUMNS
-      " FROM waiters WHERE namespace = ?1 AND expires_at > ?5"
-      "   AND resource IN (" +
+      "SELECT " CLOCK_WAITER_COLUMNS " FROM waiters WHERE namespace = ?1 AND resource IN (" +
       parameters_from(6, names.size()) +
-      ")"
+      ") AND (expires_at > ?5 OR (owner = ?2 AND resource = " + self +
+      "))"
       " UNION ALL "
       "SELECT " CLOCK_WAITER_COLUMNS
       " FROM waiters WHERE namespace = ?1 AND expires_at > ?5 AND resource > ?3 AND resource < ?4"
@@ -189,22 +214,16 @@ std::vector<WaiterRow> SqliteStore::related_waiters(const std::string& ns,
       .bind(3, resource.descendant_floor())
       .bind(4, resource.descendant_ceiling())
       .bind(5, now);
+  if (own)
+    stmt.bind(2, own->str());
+  else
+    stmt.bind_null(2);
   for (std::size_t i = 0; i < names.size(); ++i)
     stmt.bind(6 + static_cast<int>(i), names[i]);
   std::vector<WaiterRow> rows;
   while (stmt.step())
     rows.push_back(sqlite::read_waiter(stmt));
   return rows;
-}
-
-std::optional<WaiterRow> SqliteStore::own_waiter(const LockRequest& request,
-                                                 const lock::Resource& resource) {
-  auto stmt = m_db.prepare("SELECT " CLOCK_WAITER_COLUMNS
-                           " FROM waiters WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
-  stmt.bind(1, request.ns).bind(2, resource.str()).bind(3, request.owner.str());
-  if (!stmt.step())
-    return std::nullopt;
-  return sqlite::read_waiter(stmt);
 }
 
 // An expired lease never blocks anyone: the first writer that meets one
@@ -365,10 +384,14 @@ std::int64_t SqliteStore::next_token() {
   return stmt.integer(0);
 }
 
-void SqliteStore::enqueue(const LockRequest& request, std::int64_t now) {
+// `own_entries`: the owner's entry on each resource of the request, as this
+// transaction found it (related_waiters()).
+void SqliteStore::enqueue(const LockRequest& request, std::int64_t now,
+                          const std::vector<std::optional<WaiterRow>>& own_entries) {
   auto lifetime = waiter_lifetime(request.ttl).count();
-  for (const auto& resource : request.resources) {
-    auto existing = own_waiter(request, resource);
+  for (std::size_t i = 0; i < request.resources.size(); ++i) {
+    const auto& resource = request.resources[i];
+    const auto& existing = own_entries[i];
     // Refresh only when half the lifetime is gone: a write wakes every other
     // waiter (data_version), so rewriting on each poll would spin them all.
     if (existing && existing->expires_at_ms - now > lifetime / 2)
@@ -482,13 +505,15 @@ Grant SqliteStore::reenter(const LockRequest& request, const LeaseRow& held, std
 
 Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   WriteTransaction tx(m_db);
-  m_seen_version = m_db.data_version();
   auto now = now_ms();
   Attempt attempt;
   std::vector<lock::Decision> decisions;
   std::vector<std::optional<LeaseRow>> own_leases;
+  std::vector<std::optional<WaiterRow>> own_entries;
   for (const auto& resource : request.resources) {
-    auto rows = related_leases(request.ns, resource);
+    // Uncontended: no lease or entry to read, nothing in the way.
+    bool related = anything_related(request.ns, resource);
+    auto rows = related ? related_leases(request.ns, resource) : std::vector<LeaseRow>{};
     std::optional<LeaseRow> own;
     for (const auto& row : rows) {
       if (row.lease.owner == request.owner && row.lease.resource == resource)
@@ -497,9 +522,17 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     auto live = live_leases_dropping_expired(std::move(rows), now);
     if (own && own->lease.expires_at && sqlite::ms_of(*own->lease.expires_at) <= now)
       own.reset();
-    auto mine = own_waiter(request, resource);
+    auto waiters = related ? related_waiters(request.ns, resource, now, &request.owner)
+                           : std::vector<WaiterRow>{};
+    std::optional<WaiterRow> mine;
+    for (const auto& row : waiters) {
+      if (row.waiter.owner == request.owner && row.waiter.resource == resource)
+        mine = row;
+    }
+    // Ahead of us: every live entry before ours (ours, live or lapsed, is
+    // the only lapsed one found), or every live entry when we have none.
     std::vector<lock::Waiter> earlier;
-    for (auto& row : related_waiters(request.ns, resource, now)) {
+    for (auto& row : waiters) {
       if (!mine || row.waiter.position < mine->waiter.position)
         earlier.push_back(row.waiter);
     }
@@ -523,19 +556,29 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       attempt.blocking_waiters.push_back(waiter);
     decisions.push_back(std::move(decision));
     own_leases.push_back(std::move(own));
+    own_entries.push_back(std::move(mine));
   }
+  // Leaving the queue is a no-op for an owner this transaction found in it
+  // nowhere: the uncontended acquire skips that statement.
+  bool queued = std::any_of(own_entries.begin(), own_entries.end(),
+                            [](const auto& entry) { return entry.has_value(); });
   if (!attempt.blocking_leases.empty() || !attempt.blocking_waiters.empty()) {
     auto cycle = may_close_cycle(request, now)
                      ? find_cycle(request, attempt.blocking_leases, attempt.blocking_waiters, now)
                      : std::nullopt;
     if (cycle) {
-      dequeue(request);
+      if (queued)
+        dequeue(request);
       attempt.outcome = Outcome::deadlock;
       attempt.cycle = *cycle;
     } else {
       attempt.outcome = Outcome::blocked;
+      // What wait_for_change() compares with: read in the transaction that
+      // found the request blocked (our own writes do not change it), and only
+      // then, as only a blocked attempt waits.
+      m_seen_version = m_db.data_version();
       if (queue)
-        enqueue(request, now);
+        enqueue(request, now, own_entries);
       else if (request.record_refusal)
         record_missed(request, EventKind::skipped, in_the_way(attempt), now);
     }
@@ -551,7 +594,8 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   });
   if (request.once_per && !retry) {
     if (auto done = period_done(request, now)) {
-      dequeue(request);
+      if (queued)
+        dequeue(request);
       record_missed(request, EventKind::skipped, std::nullopt, now, done);
       tx.commit();
       attempt.outcome = Outcome::done;
@@ -575,7 +619,8 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
     attempt.grants.push_back(reentry ? reenter(request, *own_leases[i], now)
                                      : grant(request, request.resources[i], now));
   }
-  dequeue(request);
+  if (queued)
+    dequeue(request);
   tx.commit();
   attempt.outcome = Outcome::granted;
   return attempt;
@@ -811,8 +856,17 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   auto now = now_ms();
   std::vector<Released> released;
   std::vector<Refused> failures;
+  // Each lease comes with whether the secret proves its ownership, as
+  // proves() would answer, from the same statement.
+  constexpr int k_proven_column = 17;  // after the CLOCK_LEASE_COLUMNS
+  struct Found {
+    LeaseRow row;
+    bool proven;
+  };
+  auto hash = secret_hash(request.secret);
   for (const auto& resource : request.resources) {
     auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                             ", secret_hash IS NULL OR secret_hash = ?4"
                              " FROM leases WHERE namespace = ?1 AND resource = ?2"
                              " AND (?3 IS NULL OR owner = ?3)");
     find.bind(1, request.ns).bind(2, resource.str());
@@ -821,9 +875,13 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
     } else {
       find.bind(3, request.owner ? request.owner->str() : std::string());
     }
-    std::vector<LeaseRow> rows;
+    if (hash)
+      find.bind(4, *hash);
+    else
+      find.bind_null(4);
+    std::vector<Found> rows;
     while (find.step())
-      rows.push_back(sqlite::read_lease(find));
+      rows.push_back({sqlite::read_lease(find), find.integer(k_proven_column) != 0});
     if (rows.empty()) {
       failures.push_back({request.force                               ? Refusal::nobody_holds
                           : held_by_others(request.ns, resource, now) ? Refusal::other_owner
@@ -833,7 +891,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
     }
     Released result{resource, 0, 0};
     bool refused = false;
-    for (const auto& row : rows) {
+    for (const auto& [row, proven] : rows) {
       const auto& lease = row.lease;
       bool expired = lease.expires_at && sqlite::ms_of(*lease.expires_at) <= now;
       auto held = now - sqlite::ms_of(lease.acquired_at);
@@ -842,7 +900,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
         record(expired ? EventKind::expired : EventKind::forced, lease, now, held,
                expired ? std::string() : describe(request.caller));
         ++result.holders_removed;
-      } else if (!expired && !proves(lease, request.secret)) {
+      } else if (!expired && !proven) {
         // Changes nothing but history: the holder keeps its lease.
         record(EventKind::refused, lease, now, std::nullopt, describe(request.caller));
         failures.push_back({Refusal::not_proven, resource});
