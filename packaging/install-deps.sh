@@ -13,7 +13,7 @@ DEPS=(
   # toolchain
   g++ cmake make ninja-build pkg-config
   # libraries (see README.md, "Libraries")
-  libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libtomlplusplus-dev
+  libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
   libspdlog-dev nlohmann-json3-dev doctest-dev
   # test servers and tools: a throwaway PostgreSQL 15 and pgbouncer per test
   # run (tests/helpers/with-postgres.sh), the sqlite3 shell, tmux for terminal

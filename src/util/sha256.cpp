@@ -1,89 +1,29 @@
 #include "util/sha256.hpp"
 
 #include <array>
-#include <cstdint>
+#include <sodium/crypto_hash_sha256.h>
 
 namespace clk::util {
 
-namespace {
-
-// SHA-256 as FIPS 180-4 §6.2 gives it, for the few dozen bytes of an owner
-// secret. A library for it cost every process more than the hashing: OpenSSL's
-// EVP initialises libcrypto on first use (1.5-2 ms per SQLite `clock run`),
-// and libnettle's constructor probes the CPU with `cpuid` at start-up (three
-// instructions that each exit to the hypervisor on a virtual machine).
-constexpr std::array<std::uint32_t, 64> k_round = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-constexpr std::uint32_t rotr(std::uint32_t x, int n) {
-  return (x >> n) | (x << (32 - n));
-}
-
-// One 64-byte block into the state.
-void compress(std::array<std::uint32_t, 8>& state, const std::uint8_t* block) {
-  std::array<std::uint32_t, 64> w{};
-  for (int i = 0; i < 16; ++i) {
-    w[i] = std::uint32_t{block[4 * i]} << 24 | std::uint32_t{block[4 * i + 1]} << 16 |
-           std::uint32_t{block[4 * i + 2]} << 8 | std::uint32_t{block[4 * i + 3]};
-  }
-  for (int i = 16; i < 64; ++i) {
-    std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  auto [a, b, c, d, e, f, g, h] = state;
-  for (int i = 0; i < 64; ++i) {
-    std::uint32_t t1 =
-        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k_round[i] + w[i];
-    std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  std::array<std::uint32_t, 8> add = {a, b, c, d, e, f, g, h};
-  for (int i = 0; i < 8; ++i)
-    state[i] += add[i];
-}
-
-}  // namespace
-
+// libsodium's SHA-256, a library that costs a process nothing until it is
+// called: OpenSSL's EVP initialises libcrypto on first use (1.5-2 ms per
+// SQLite `clock run`), and libnettle's constructor probes the CPU with
+// `cpuid` in every process (on a virtual machine each one exits to the
+// hypervisor: 0.12-0.14 ms of CPU per run, docs/performance.md).
+// sodium_init() is not called: it is optional, and what it does (choose the
+// fastest implementations, which runs `cpuid` too, and set up the random
+// generator) does not concern SHA-256, which has one portable implementation
+// and no state.
 std::string sha256_hex(std::string_view text) {
-  std::array<std::uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(text.data());
-  std::size_t whole = text.size() / 64 * 64;
-  for (std::size_t at = 0; at < whole; at += 64)
-    compress(state, bytes + at);
-  // The rest, 0x80, zeros, and the length in bits (big-endian): one or two blocks.
-  std::array<std::uint8_t, 128> tail{};
-  std::size_t rest = text.size() - whole;
-  for (std::size_t i = 0; i < rest; ++i)
-    tail[i] = bytes[whole + i];
-  tail[rest] = 0x80;
-  std::size_t blocks = rest < 56 ? 1 : 2;
-  std::uint64_t bits = static_cast<std::uint64_t>(text.size()) * 8;
-  for (int i = 0; i < 8; ++i)
-    tail[blocks * 64 - 1 - i] = static_cast<std::uint8_t>(bits >> (8 * i));
-  for (std::size_t i = 0; i < blocks; ++i)
-    compress(state, tail.data() + 64 * i);
+  std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
+  crypto_hash_sha256(digest.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                     text.size());
   static constexpr char k_hex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
-  for (std::uint32_t word : state) {
-    for (int shift = 28; shift >= 0; shift -= 4)
-      out += k_hex[(word >> shift) & 0xf];
+  out.reserve(2 * digest.size());
+  for (unsigned char byte : digest) {
+    out += k_hex[byte >> 4];
+    out += k_hex[byte & 0x0f];
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4, our own: see sha256.cpp): the hash an owner's secret is kept as.
+// SHA-256 (libsodium's): the hash an owner's secret is kept as.
 #pragma once
 
 #include <string>
