@@ -107,6 +107,37 @@ TEST_SUITE("faults") {
     CHECK(result.out == program.string() + "\n");
   }
 
+  TEST_CASE(
+      "the guard outlives the signals sent to the command's group, so kill -9 of clock still "
+      "takes the group down afterwards") {
+    TestEnv env;
+    // The command and its background sleep ignore them (the sleep inherits
+    // that), as a job that traps Ctrl-C would; only the guard could die of
+    // them. The group's id is the guard's pid.
+    auto run = env.spawn(env.clock_command(
+        {"run", "-r", "job", "--", "sh", "-c",
+         "trap '' INT TERM HUP QUIT USR1 USR2; sleep 1000 & echo $! > \"$T_DIR/pid\"; "
+         "ps -o pgid= -p $$ | tr -d ' ' > \"$T_DIR/group\"; wait"}));
+    pid_t grandchild = await_pid_file(env, "pid");
+    pid_t group = await_pid_file(env, "group");
+    REQUIRE(grandchild > 0);
+    REQUIRE(group > 1);
+    for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+      CHECK(kill(-group, signo) == 0);
+    // Delivered once the group's members have handled them: the sleep is
+    // still there, and so must the guard be.
+    CHECK(process_alive(grandchild));
+    CHECK_MESSAGE(!await([&] { return !process_alive(group); }, 500ms),
+                  "the guard died of a signal sent to the command's group");
+
+    run->signal(SIGKILL);
+    CHECK(run->wait(10s).status == 128 + SIGKILL);
+    bool gone = await([&] { return !process_alive(grandchild); }, 5s, 1ms);
+    if (!gone)
+      kill(grandchild, SIGKILL);  // do not leave it behind
+    CHECK_MESSAGE(gone, "a process in the child's group outlived a killed clock run");
+  }
+
   TEST_CASE("without the guard program a fork of clock guards: kill -9 still takes the group down" *
             only_on("sqlite")) {
     TestEnv env;
