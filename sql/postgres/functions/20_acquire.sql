@@ -357,6 +357,68 @@ LANGUAGE sql STABLE AS $$
                             OR (resource > p_resource || '.' AND resource < p_resource || '/')))
 $$;
 
+-- What stands in the way of a queued exclusive request of one resource, for
+-- the blocked replies of try_acquire's fast paths: {"leases": the live
+-- related leases of other owners, "ahead": how many live related queue
+-- entries of other owners come before position p_mine (all of them when it
+-- is NULL), counted up to 64, "waiters": the first of them} (not the whole
+-- queue: a herd's attempts would each cost the queue's length). Per related
+-- name, entries in queue order (waiters_in_order), so that each scan stops
+-- after 64 rows or at the first row.
+CREATE OR REPLACE FUNCTION @schema@.in_the_way(
+  p_namespace text, p_resource text, p_up text[], p_owner uuid, p_mine bigint,
+  p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_lo text := p_resource || '.';  -- descendants sort strictly between v_lo and v_hi
+  v_hi text := p_resource || '/';
+  v_leases jsonb;
+  v_waiters jsonb := '[]';
+  v_ahead integer;
+BEGIN
+  SELECT coalesce(jsonb_agg(@schema@.lease_json(o, p_now) ORDER BY o.token), '[]')
+  INTO v_leases
+  FROM @schema@.leases o
+  WHERE o.namespace = p_namespace AND o.owner <> p_owner
+    AND (o.expires_at IS NULL OR o.expires_at > p_now)
+    AND (o.resource = ANY (p_up) OR (o.resource > v_lo AND o.resource < v_hi));
+  SELECT count(*) INTO v_ahead
+  FROM (SELECT 1 FROM unnest(p_up) AS r (name)
+        CROSS JOIN LATERAL (
+          SELECT 1 FROM @schema@.waiters w
+          WHERE w.namespace = p_namespace AND w.resource = r.name
+            AND (p_mine IS NULL OR w.position < p_mine) AND w.owner <> p_owner
+            AND w.expires_at > p_now
+          ORDER BY w.position LIMIT 64) AS x
+        UNION ALL
+        (SELECT 1 FROM @schema@.waiters w
+         WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+           AND (p_mine IS NULL OR w.position < p_mine) AND w.owner <> p_owner
+           AND w.expires_at > p_now
+         LIMIT 64)
+        LIMIT 64) AS ahead;
+  IF v_ahead > 0 THEN
+    SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
+    FROM (SELECT * FROM (
+            SELECT x.* FROM unnest(p_up) AS r (name)
+            CROSS JOIN LATERAL (
+              SELECT * FROM @schema@.waiters w
+              WHERE w.namespace = p_namespace AND w.resource = r.name
+                AND (p_mine IS NULL OR w.position < p_mine) AND w.owner <> p_owner
+                AND w.expires_at > p_now
+              ORDER BY w.position LIMIT 1) AS x
+            UNION ALL
+            (SELECT * FROM @schema@.waiters w
+             WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
+               AND (p_mine IS NULL OR w.position < p_mine) AND w.owner <> p_owner
+               AND w.expires_at > p_now
+             ORDER BY w.position LIMIT 1)) AS c
+          ORDER BY c.position LIMIT 1) AS f;
+  END IF;
+  RETURN jsonb_build_object('leases', v_leases, 'ahead', v_ahead, 'waiters', v_waiters);
+END $$;
+
 -- Fast paths 2 and 3 of try_acquire: when a live related lease of another
 -- owner or a live related queue entry of another owner ahead of the caller's
 -- own is in the way (as decide() lists them), queues the request (enqueue())
@@ -372,65 +434,22 @@ RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   v_resource text := p_resources[1];
-  v_lo text := v_resource || '.';  -- descendants sort strictly between v_lo and v_hi
-  v_hi text := v_resource || '/';
-  v_leases jsonb;
-  v_waiters jsonb := '[]';
   v_mine bigint;
-  v_ahead integer;
+  v_way jsonb;
 BEGIN
-  SELECT coalesce(jsonb_agg(@schema@.lease_json(o, p_now) ORDER BY o.token), '[]')
-  INTO v_leases
-  FROM @schema@.leases o
-  WHERE o.namespace = p_namespace AND o.owner <> p_owner
-    AND (o.expires_at IS NULL OR o.expires_at > p_now)
-    AND (o.resource = ANY (p_up) OR (o.resource > v_lo AND o.resource < v_hi));
   SELECT position INTO v_mine FROM @schema@.waiters
   WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
     AND expires_at > p_now;
-  SELECT count(*) INTO v_ahead
-  FROM (SELECT 1 FROM unnest(p_up) AS r (name)
-        CROSS JOIN LATERAL (
-          SELECT 1 FROM @schema@.waiters w
-          WHERE w.namespace = p_namespace AND w.resource = r.name
-            AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-            AND w.expires_at > p_now
-          ORDER BY w.position LIMIT 64) AS x
-        UNION ALL
-        (SELECT 1 FROM @schema@.waiters w
-         WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
-           AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-           AND w.expires_at > p_now
-         LIMIT 64)
-        LIMIT 64) AS ahead;
-  IF v_leases = '[]' AND v_ahead = 0 THEN
+  v_way := @schema@.in_the_way(p_namespace, v_resource, p_up, p_owner, v_mine, p_now);
+  IF v_way -> 'leases' = '[]' AND (v_way ->> 'ahead')::integer = 0 THEN
     RETURN NULL;
-  END IF;
-  IF v_ahead > 0 THEN
-    SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
-    FROM (SELECT * FROM (
-            SELECT x.* FROM unnest(p_up) AS r (name)
-            CROSS JOIN LATERAL (
-              SELECT * FROM @schema@.waiters w
-              WHERE w.namespace = p_namespace AND w.resource = r.name
-                AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-                AND w.expires_at > p_now
-              ORDER BY w.position LIMIT 1) AS x
-            UNION ALL
-            (SELECT * FROM @schema@.waiters w
-             WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
-               AND (v_mine IS NULL OR w.position < v_mine) AND w.owner <> p_owner
-               AND w.expires_at > p_now
-             ORDER BY w.position LIMIT 1)) AS c
-          ORDER BY c.position LIMIT 1) AS f;
   END IF;
   PERFORM @schema@.enqueue(p_namespace, p_resources, 'exclusive', 0, p_owner, p_ttl_ms,
                            p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started, p_now);
   SELECT position INTO v_mine FROM @schema@.waiters
   WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
-  RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(p_now),
-                            'leases', v_leases, 'waiters', v_waiters, 'ahead', v_ahead,
-                            'mine', v_mine);
+  RETURN v_way || jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(p_now),
+                                     'mine', v_mine);
 END $$;
 
 -- One attempt at taking every resource of a request, all or none. Returns
@@ -533,7 +552,7 @@ DECLARE
   v_cycle jsonb;
   v_grants jsonb := '[]';
   v_done jsonb;
-  v_ahead integer := 0;
+  v_way jsonb;  -- fast path 0: in_the_way()
   v_entered boolean := false;  -- fast path 0 found the caller's live queue entry
   v_life interval := CASE WHEN p_ttl_ms IS NULL OR p_ttl_ms = 0 THEN interval '30 s'
                           ELSE least(greatest(p_ttl_ms * interval '1 ms', interval '1 s'),
@@ -563,49 +582,14 @@ BEGIN
                          WHERE namespace = p_namespace AND expires_at <= v_now
                            AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi)))
       THEN
-        SELECT coalesce(jsonb_agg(@schema@.lease_json(o, v_now) ORDER BY o.token), '[]')
-        INTO v_leases
-        FROM @schema@.leases o
-        WHERE o.namespace = p_namespace AND o.owner <> p_owner
-          AND (o.expires_at IS NULL OR o.expires_at > v_now)
-          AND (o.resource = ANY (v_up) OR (o.resource > v_lo AND o.resource < v_hi));
-        -- Per related name, entries in queue order (waiters_in_order), so
-        -- that each scan stops after 64 rows or at the first row.
-        SELECT count(*) INTO v_ahead
-        FROM (SELECT 1 FROM unnest(v_up) AS r (name)
-              CROSS JOIN LATERAL (
-                SELECT 1 FROM @schema@.waiters w
-                WHERE w.namespace = p_namespace AND w.resource = r.name
-                  AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
-                ORDER BY w.position LIMIT 64) AS x
-              UNION ALL
-              (SELECT 1 FROM @schema@.waiters w
-               WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
-                 AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
-               LIMIT 64)
-              LIMIT 64) AS ahead;
-        IF v_leases <> '[]' OR v_ahead > 0 THEN
-          SELECT coalesce(jsonb_agg(@schema@.waiter_json(f)), '[]') INTO v_waiters
-          FROM (SELECT * FROM (
-                  SELECT x.* FROM unnest(v_up) AS r (name)
-                  CROSS JOIN LATERAL (
-                    SELECT * FROM @schema@.waiters w
-                    WHERE w.namespace = p_namespace AND w.resource = r.name
-                      AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
-                    ORDER BY w.position LIMIT 1) AS x
-                  UNION ALL
-                  (SELECT * FROM @schema@.waiters w
-                   WHERE w.namespace = p_namespace AND w.resource > v_lo AND w.resource < v_hi
-                     AND w.position < v_mine AND w.owner <> p_owner AND w.expires_at > v_now
-                   ORDER BY w.position LIMIT 1)) AS c
-                ORDER BY c.position LIMIT 1) AS f;
+        v_way := @schema@.in_the_way(p_namespace, v_resource, v_up, p_owner, v_mine, v_now);
+        IF v_way -> 'leases' <> '[]' OR (v_way ->> 'ahead')::integer > 0 THEN
           -- The refresh enqueue() would make: only this owner's row, only
           -- once half its lifetime is gone.
           UPDATE @schema@.waiters SET expires_at = v_now + v_life
           WHERE position = v_mine AND expires_at < v_now + v_life / 2;
-          RETURN jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
-                                    'leases', v_leases, 'waiters', v_waiters,
-                                    'ahead', v_ahead, 'mine', v_mine);
+          RETURN v_way || jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(v_now),
+                                             'mine', v_mine);
         END IF;
       END IF;
       v_entered := v_mine IS NOT NULL;
