@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
-#include <pthread.h>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -22,8 +21,6 @@
 namespace clk::run {
 
 namespace {
-
-constexpr int k_guard_fd = 3;
 
 void ignore_group_signals() {
   struct sigaction ignore {};

@@ -10,12 +10,12 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run/signals.hpp"
 #include "util/private_files.hpp"
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -31,25 +31,15 @@ namespace clk::run {
 
 namespace {
 
-constexpr int k_guard_fd = 3;
 char k_name[] = "clock-guard";
 
 // Every signal blocked around the start: no handler of clock's may run in
 // the child, and the program unblocks them only once it ignores them.
-class AllSignalsBlocked {
- public:
-  AllSignalsBlocked() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &m_previous);
-  }
-  ~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &m_previous, nullptr); }
-  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
-  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
-
- private:
-  sigset_t m_previous;
-};
+sigset_t all_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  return all;
+}
 
 // The vforked child: only system calls, then exec or _exit, as vfork asks.
 [[noreturn]] void become_guard_program(const char* program, int socket) {
@@ -65,7 +55,7 @@ class AllSignalsBlocked {
 }
 
 pid_t vfork_guard_program(const std::string& program, int socket) {
-  AllSignalsBlocked blocked;
+  BlockedSignals blocked(all_signals());
   pid_t pid = vfork();
   if (pid == 0)
     become_guard_program(program.c_str(), socket);
@@ -124,7 +114,7 @@ bool may_clone(const std::string& program) {
 pid_t clone_guard_program(const std::string& program, int socket) {
   std::memcpy(g_launch.program.data(), program.c_str(), program.size() + 1);
   g_launch.socket = socket;
-  AllSignalsBlocked blocked;
+  BlockedSignals blocked(all_signals());
   // No CLONE_FILES or CLONE_SIGHAND: the child's fd table and signal
   // dispositions are its own copies from the start.
   return clone(cloned_child, g_launch.stack.data() + g_launch.stack.size(), CLONE_VM | SIGCHLD,

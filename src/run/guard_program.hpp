@@ -8,6 +8,10 @@
 
 namespace clk::run {
 
+// The guard's end of its socket pair, in the guard (guard/clock_guard.c
+// expects it there too).
+inline constexpr int k_guard_fd = 3;
+
 // The guard program's path; none when it is not installed.
 std::optional<std::string> find_guard_program();
 

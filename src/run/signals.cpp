@@ -106,8 +106,9 @@ void SignalRelay::reset_in_child() const {
   }
 }
 
-BlockedSignals::BlockedSignals() {
-  sigset_t set = relayed_signal_set();
+BlockedSignals::BlockedSignals() : BlockedSignals(relayed_signal_set()) {}
+
+BlockedSignals::BlockedSignals(const sigset_t& set) {
   pthread_sigmask(SIG_BLOCK, &set, &m_previous);
 }
 

@@ -54,7 +54,8 @@ class SignalRelay {
 // self-pipe.
 class BlockedSignals {
  public:
-  BlockedSignals();
+  BlockedSignals();  // the relayed signals
+  explicit BlockedSignals(const sigset_t& set);
   ~BlockedSignals();
   BlockedSignals(const BlockedSignals&) = delete;
   BlockedSignals& operator=(const BlockedSignals&) = delete;
