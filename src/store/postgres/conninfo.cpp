@@ -100,18 +100,42 @@ Pairs keyword_pairs(const std::string& text, bool* open_end = nullptr) {
   }
 }
 
-// Where a URL's query may begin: after the user info, which ends at the first
-// '@' before any '/' (as libpq reads it) and may hold a '?' of its own.
-std::size_t query_search_start(const std::string& url) {
+// Where a URL's host list begins: after the user info, which ends at the
+// first '@' before any '/' (as libpq reads it) and may hold a '?' of its own.
+std::size_t authority_start(const std::string& url) {
   std::size_t start = url.find("://") + 3;
   std::size_t stop = url.find_first_of("@/", start);
   return stop != std::string::npos && url[stop] == '@' ? stop + 1 : start;
 }
 
+// Where a URL's host list ends ('/', '?' or the end), walked as libpq walks
+// it: a bracketed IPv6 host ("[a?b]") may hold any of these itself.
+std::size_t authority_end(const std::string& url) {
+  std::size_t at = authority_start(url);
+  for (;;) {
+    if (at < url.size() && url[at] == '[') {
+      at = url.find(']', at);
+      if (at == std::string::npos)
+        return url.size();  // unterminated: libpq rejects the URL
+      ++at;
+    }
+    at = url.find_first_of(",/?", at);
+    if (at == std::string::npos || url[at] != ',')
+      return at == std::string::npos ? url.size() : at;
+    ++at;
+  }
+}
+
+// Where a URL's query begins (its '?'), or npos: after the host list and
+// the database name, which may hold no '?'.
+std::size_t query_start(const std::string& url) {
+  return url.find('?', authority_end(url));
+}
+
 // The query parameters of a URL, percent-decoded.
 Pairs url_params(const std::string& url) {
   Pairs pairs;
-  auto question = url.find('?', query_search_start(url));
+  auto question = query_start(url);
   if (question == std::string::npos)
     return pairs;
   std::string_view query = std::string_view(url).substr(question + 1);
@@ -164,11 +188,14 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 // The host list and port list written in a URL's authority ("u:pw@h1:1,[::1]:2").
 void url_authority(const std::string& url, std::string& hosts, std::string& ports) {
-  std::string rest = url.substr(query_search_start(url));
-  std::string authority = rest.substr(0, rest.find_first_of("/?"));
+  std::size_t start = authority_start(url);
+  std::string authority = url.substr(start, authority_end(url) - start);
+  // User and password are never shown, nor what follows a second '@' (a
+  // password written with an '@' not percent-encoded: libpq reads the rest
+  // as a host, the user meant it as a password).
   auto at = authority.rfind('@');
   if (at != std::string::npos)
-    authority.erase(0, at + 1);  // user and password: never shown
+    authority.erase(0, at + 1);
   std::vector<std::string> host_list;
   std::vector<std::string> port_list;
   for (const auto& item : split(authority, ',')) {
@@ -221,7 +248,7 @@ std::string with_defaults(const std::string& url, std::chrono::milliseconds conn
   for (const auto& addition : additions) {
     for (const auto& setting : split(addition, ' ')) {
       if (is_url(result)) {
-        auto question = result.find('?', query_search_start(result));
+        auto question = query_start(result);
         bool open = question == std::string::npos;
         bool at_start = !open && question + 1 == result.size();
         result += open ? "?" : (at_start || result.back() == '&') ? "" : "&";
