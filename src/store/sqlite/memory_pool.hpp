@@ -1,0 +1,12 @@
+// SQLite's small allocations from free lists of this process, instead of one
+// malloc and free each.
+#pragma once
+
+namespace clk::store::sqlite {
+
+// Gives SQLite the pool as its allocator (SQLITE_CONFIG_MALLOC). Call before
+// the library initializes; builds with AddressSanitizer keep the C library's
+// malloc, so that it checks SQLite's memory too.
+void use_memory_pool();
+
+}  // namespace clk::store::sqlite
