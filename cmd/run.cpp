@@ -12,7 +12,9 @@
 #include "output/text.hpp"
 #include "run/supervise.hpp"
 #include "run/timing.hpp"
+#include "store/database_url.hpp"
 #include "util/duration.hpp"
+#include "util/quick_exit.hpp"
 #include "util/random_seed.hpp"
 #include "util/signal_flag.hpp"
 
@@ -274,10 +276,18 @@ Action register_run(CLI::App& app) {
       this_caller();
       store->use_idle_time();
     };
-    return run::supervise(run, *guard, keeping, acquired.attempt_start,
-                          [&](const run::RunEnd& end) {
-                            return release_after_run(*store, plan, acquired.grants, end);
-                          });
+    int status =
+        run::supervise(run, *guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
+          return release_after_run(*store, plan, acquired.grants, end);
+        });
+    // On SQLite the release is committed and the guard stood down: closing
+    // the file, reaping the guard (a wait for the kernel to end it) and
+    // freeing every object is work the kernel does at exit anyway. A
+    // PostgreSQL connection is closed properly, as the server and pgbouncer
+    // expect.
+    if (store::backend_of(context.settings.database_url) == store::Backend::sqlite)
+      util::quick_exit_if_possible(status);
+    return status;
   };
 }
 
