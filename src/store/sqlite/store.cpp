@@ -76,6 +76,23 @@ void check_local_filesystem(const std::filesystem::path& folder) {
   }
 }
 
+// The statements of a holder's release, named so that use_idle_time() can
+// prepare them ahead: the statement cache knows a statement by the address
+// of its text.
+constexpr const char* k_find_leases_to_release =
+    "SELECT " CLOCK_LEASE_COLUMNS
+    ", secret_hash IS NULL OR secret_hash = ?4"
+    " FROM leases WHERE namespace = ?1 AND resource = ?2"
+    " AND (?3 IS NULL OR owner = ?3)";
+constexpr const char* k_remove_lease =
+    "DELETE FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3";
+constexpr const char* k_record_success =
+    "INSERT INTO last_success (namespace, resource, started_at, owner, host, token)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    " ON CONFLICT (namespace, resource) DO UPDATE SET started_at = excluded.started_at,"
+    "   owner = excluded.owner, host = excluded.host, token = excluded.token"
+    " WHERE excluded.started_at >= last_success.started_at";
+
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(std::string path) : m_db(std::move(path), k_busy_timeout) { migrate(); }
@@ -93,7 +110,18 @@ class SqliteStore final : public Store {
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
   void migrate() override;
-  void use_idle_time() noexcept override { m_db.checkpoint_when_idle(); }
+  // While clock run's command runs: the release's statements prepared, so
+  // that their parse is off the path once the command ends, and the WAL
+  // checkpointed when due.
+  void use_idle_time() noexcept override {
+    try {
+      for (const char* sql : {k_find_leases_to_release, k_remove_lease, k_record_success})
+        m_db.prepare(sql);
+    } catch (const std::exception&) {
+      // The release prepares them itself, and reports what fails then.
+    }
+    m_db.checkpoint_when_idle();
+  }
   // One file on one host: nothing to warn about.
   std::vector<std::string> setup_warnings() override { return {}; }
 
@@ -327,12 +355,7 @@ std::optional<PeriodRun> SqliteStore::period_done(const LockRequest& request, st
 // latest success, unless one granted later already ended (shared locks and
 // semaphores run side by side).
 void SqliteStore::record_success(const lock::Lease& lease) {
-  auto stmt = m_db.prepare(
-      "INSERT INTO last_success (namespace, resource, started_at, owner, host, token)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-      " ON CONFLICT (namespace, resource) DO UPDATE SET started_at = excluded.started_at,"
-      "   owner = excluded.owner, host = excluded.host, token = excluded.token"
-      " WHERE excluded.started_at >= last_success.started_at");
+  auto stmt = m_db.prepare(k_record_success);
   stmt.bind(1, lease.ns)
       .bind(2, lease.resource.str())
       .bind(3, sqlite::ms_of(lease.acquired_at))
@@ -369,8 +392,7 @@ bool SqliteStore::proves(const lock::Lease& lease, const std::string& secret) {
 }
 
 void SqliteStore::remove_lease(const lock::Lease& lease) {
-  auto stmt =
-      m_db.prepare("DELETE FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  auto stmt = m_db.prepare(k_remove_lease);
   stmt.bind(1, lease.ns).bind(2, lease.resource.str()).bind(3, lease.owner.str()).run();
 }
 
@@ -865,10 +887,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   };
   auto hash = secret_hash(request.secret);
   for (const auto& resource : request.resources) {
-    auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
-                             ", secret_hash IS NULL OR secret_hash = ?4"
-                             " FROM leases WHERE namespace = ?1 AND resource = ?2"
-                             " AND (?3 IS NULL OR owner = ?3)");
+    auto find = m_db.prepare(k_find_leases_to_release);
     find.bind(1, request.ns).bind(2, resource.str());
     if (request.force) {
       find.bind_null(3);
