@@ -1,9 +1,12 @@
 // SPEC §3 on PostgreSQL: connections are borrowed, not held. A running job
 // holds no server backend between its heartbeats, the first three waiters of
-// a queue hold one each to be woken and a waiter behind them none while it waits, and a herd larger
-// than the role's connection budget is served (each job once, no overlap, tokens increasing). Each
-// test logs in as a fresh role (trust authentication, `user=` appended to the test's URL), so its
-// backends are counted in pg_stat_activity by user name.
+// a queue hold one each to be woken (the first eight while the queue moves)
+// and a waiter behind them none while it waits, and a herd larger than the
+// role's connection budget is served (each job once, no overlap, tokens
+// increasing). Each test logs in as a fresh role (trust authentication,
+// `user=` appended to the test's URL), so its backends are counted in
+// pg_stat_activity by user name.
+#include <algorithm>
 #include <random>
 #include <set>
 #include <string>
@@ -119,6 +122,39 @@ TEST_SUITE("borrowed connections") {
     CHECK_EXIT(first->wait(60s), 0);
     for (auto& waiter : behind)
       CHECK_EXIT(waiter->wait(60s), 0);
+  }
+
+  // With short jobs a waiter's look could not come in time to be among the
+  // first three, and the lock then sat free until the first waiter looked:
+  // while the queue moves, the first eight listen.
+  TEST_CASE("while the queue moves, the first eight waiters keep their connection" *
+            only_on("postgres") * doctest::timeout(300)) {
+    TestEnv env;
+    BudgetRole role(env, 0);
+    constexpr int k_jobs = 12;
+    std::vector<std::unique_ptr<Process>> jobs;
+    for (int i = 0; i < k_jobs; ++i) {
+      jobs.push_back(env.spawn(env.shell_command(
+          "exec \"$T_CLOCK\" run -r moving -w 5m -- sh -c 'sleep 0.4; exec \"$0\" \"$1\" \"$2\"' "
+          "\"$T_CS\" \"$T_DIR/counter\" \"$T_DIR/log\"",
+          role.env())));
+    }
+    // A look holds a backend for milliseconds, a listening waiter (or the
+    // holder, through its 0.4 s job) for longer: the most seen at once.
+    int most = 0;
+    auto any_running = [&] {
+      return std::any_of(jobs.begin(), jobs.end(), [](auto& job) { return job->running(); });
+    };
+    while (any_running() && most < 6)
+      most = std::max(most, role.backends_older_than("300 ms"));
+    // Without the rule: the holder and three listeners at most.
+    CHECK(most >= 6);
+    for (auto& job : jobs)
+      CHECK_EXIT(job->wait(240s), 0);
+    CHECK(std::stoll("0" + read_file(env.path("counter"))) == k_jobs);
+    std::vector<Section> sections = read_sections(env.path("log"));
+    CHECK(sections.size() == k_jobs);
+    check_sections(sections, true);
   }
 
   // Needs the back-off on a refused connection (53300, h-retry) when more

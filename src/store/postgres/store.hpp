@@ -41,10 +41,11 @@ class PostgresStore final : public Store {
   void leave_queue(const LockRequest& request) override;
   void record_missed_run(const LockRequest& request, EventKind kind,
                          const std::optional<InTheWay>& in_the_way) override;
-  // The first three waiters of a queue LISTEN on the schema's channel
-  // (through pgbouncer, where notifications do not arrive, the first polls
-  // every 50 ms); the others close their connection and look again when the
-  // queue's speed says they are due among them (store.cpp, Impl::pace()).
+  // The first three waiters of a queue LISTEN on the schema's channel, the
+  // first eight while the queue moves (through pgbouncer, where
+  // notifications do not arrive, the first polls every 50 ms); the others
+  // close their connection and look again when the queue's speed says they
+  // are due among them (store.cpp, Impl::pace()).
   void wait_for_change(std::chrono::steady_clock::time_point until) override;
   // Idempotent: after a dropped connection or other server trouble it is
   // retried on a fresh one for up to 3 s (a retry settles an outcome the
