@@ -179,7 +179,9 @@ class PostgresStore::Impl {
       m_rate.reset();
       m_unmoved = 0;
     }
-    if (!front || !m_front || *front != *m_front)
+    // Movement is seen only where the fast paths tell the front's position;
+    // a first look has not yet seen the queue stand still.
+    if (front ? !m_front || *front != *m_front : m_looked == steady_clock::time_point{})
       m_front_since = now;
     m_ahead = *ahead;
     m_mine = mine;
@@ -197,13 +199,13 @@ class PostgresStore::Impl {
   // short jobs two turns are too short for a waiter's look to come in time,
   // and a lock whose first waiter is not listening stays free until that
   // waiter looks (8 clock processes contending for one lock through 25
-  // turns each went at half the pace of etcd's with three). An eighth that
-  // finds the queue standing still lets its connection go. Through a
-  // pooler (no notifications) only the first keeps its client connection,
-  // and polls every 50 ms with an attempt that takes no lock (try_acquire's
-  // fast path 0). Every other waiter closes its connection and looks again
-  // at its pace(); the attempt that finds it among the first makes it
-  // LISTEN.
+  // turns each went at half the pace of etcd's with three). One beyond the
+  // first three that finds the queue standing still lets its connection go.
+  // Through a pooler (no notifications) only the first keeps its client
+  // connection, and polls every 50 ms with an attempt that takes no lock
+  // (try_acquire's fast path 0). Every other waiter closes its connection
+  // and looks again at its pace(); the attempt that finds it among the first
+  // makes it LISTEN.
   void wait_for_change(steady_clock::time_point until) {
     auto now = steady_clock::now();
     if (until <= now)
@@ -314,12 +316,12 @@ class PostgresStore::Impl {
   bool m_schema_ready = false;
   std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
   std::string m_owner;                                    // the waiting request's
-  int m_ahead = 0;    // queue entries ahead of ours at the last blocked attempt
-  int m_unmoved = 0;  // blocked attempts in a row that found m_front unchanged
-  steady_clock::time_point m_front_since{};  // since when m_front has stood first
-  steady_clock::time_point m_looked{};       // when that attempt answered
-  std::optional<std::int64_t> m_mine;        // this waiter's queue position (fast paths only)
-  std::optional<std::int64_t> m_front;       // the first entry ahead's position
+  int m_ahead = 0;                      // queue entries ahead of ours at the last blocked attempt
+  int m_unmoved = 0;                    // blocked attempts in a row that found m_front unchanged
+  steady_clock::time_point m_looked{};  // when that attempt answered
+  std::optional<std::int64_t> m_mine;   // this waiter's queue position (fast paths only)
+  std::optional<std::int64_t> m_front;  // the first entry ahead's position
+  steady_clock::time_point m_front_since{};  // when an attempt last saw m_front change
   std::optional<double> m_rate;              // positions a second the front moved by before it
   bool m_notified = true;                    // whether notifications reach this store's connections
   std::minstd_rand m_random{util::random_seed()};
