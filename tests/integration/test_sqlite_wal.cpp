@@ -92,4 +92,36 @@ TEST_SUITE("sqlite-wal") {
     CHECK(most >= 150);
     CHECK(most <= 260);
   }
+
+  TEST_CASE(
+      "a new database has pages of 1 KiB, so each process's WAL recovery checksums a quarter of "
+      "the bytes; one made with 4 KiB pages keeps them and serves as before" *
+      ::clk::test::only_on("sqlite")) {
+    TestEnv env;
+    const fs::path fresh = env.path("fresh.db");
+    const fs::path older = env.path("older.db");
+    // An empty file counts as new too (touch, or a run that died before
+    // its first write).
+    const fs::path empty = env.path("empty.db");
+    std::ofstream{empty};
+    REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" 'PRAGMA page_size = 4096; CREATE TABLE t (x); DROP "
+                           "TABLE t'",
+                           {{"DB", older.string()}}),
+                 0);
+    for (const fs::path& file : {fresh, older, empty})
+      REQUIRE_EXIT(env.clock({"--database", "sqlite:" + file.string(), "run", "-r", "job", "--",
+                              "true"}),
+                   0);
+    auto page_size = [&](const fs::path& file) {
+      Result shown = env.shell("sqlite3 \"$DB\" 'PRAGMA page_size'", {{"DB", file.string()}});
+      REQUIRE_EXIT(shown, 0);
+      return std::stoi(shown.out);
+    };
+    CHECK(page_size(fresh) == 1024);
+    CHECK(page_size(empty) == 1024);
+    CHECK(page_size(older) == 4096);
+    CHECK(wal_page_size(fresh.string() + "-wal") == 1024);
+    CHECK(wal_page_size(older.string() + "-wal") == 4096);
+    CHECK_EXIT(env.clock({"--database", "sqlite:" + older.string(), "status"}), 0);
+  }
 }

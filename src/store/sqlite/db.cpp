@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -97,11 +99,26 @@ constexpr int k_idle_checkpoint_pages = 60;
 // do, 0666 & ~umask; SQLite's unix VFS gives the -wal and -shm files the
 // database file's mode (and owner, when root creates them), so they follow.
 // A file that exists, or a folder we cannot write, is left to sqlite3_open.
-void create_shareable(const std::string& path) {
+// Returns whether the file is empty (new): SQLite then creates the database
+// in it with the page size set before its first write.
+bool create_shareable(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  if (fd >= 0)
+  if (fd >= 0) {
     ::close(fd);
+    return true;
+  }
+  struct stat existing {};
+  return ::stat(path.c_str(), &existing) == 0 && existing.st_size == 0;
 }
+
+// The page size of a new database. Every process rebuilds the WAL index
+// from the frames written since the last checkpoint, a checksum over each
+// page, and a run writes some 19 pages and reads most of the file: with
+// SQLite's default 4096 bytes that was a seventh of an uncontended `clock
+// run`'s instructions. The tables hold small rows (a lease is about 300
+// bytes), so 1024 fits several per page. docs/performance.md (issue 18) has
+// the measurements; a database created before keeps its page size.
+constexpr int k_new_page_size = 1024;
 
 // The -wal or -shm file beside the database that this user cannot read and
 // write (kept from another user's run: the WAL persists), if any.
@@ -139,7 +156,7 @@ Database::Database(std::string path, std::chrono::milliseconds busy_timeout)
     : m_path(std::move(path)), m_busy_timeout(busy_timeout) {
   configure_library_once();
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  create_shareable(m_path);
+  const bool is_new = create_shareable(m_path);
   int rc = sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string why = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
@@ -164,6 +181,8 @@ Database::Database(std::string path, std::chrono::milliseconds busy_timeout)
   try {
     // WAL lets readers (status) run beside a writer; NORMAL sync is durable
     // against a crash of clock, and a power loss also ends every holder here.
+    if (is_new)
+      exec(("PRAGMA page_size = " + std::to_string(k_new_page_size)).c_str());
     exec("PRAGMA journal_mode = WAL");
     exec("PRAGMA synchronous = NORMAL");
   } catch (...) {
