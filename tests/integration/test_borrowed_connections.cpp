@@ -124,6 +124,35 @@ TEST_SUITE("borrowed connections") {
       CHECK_EXIT(waiter->wait(60s), 0);
   }
 
+  // A request of several resources takes try_acquire's general path, whose
+  // blocked reply tells no queue position: its waiters cannot see the queue
+  // move, and once it has stood still for a second only the first three keep
+  // a connection. (Taken for moving at every look, the first eight kept
+  // theirs for as long as the holder ran.)
+  TEST_CASE(
+      "waiters for several resources behind a holder that does not let go keep three "
+      "connections" *
+      only_on("postgres") * doctest::timeout(120)) {
+    TestEnv env;
+    BudgetRole role(env, 0);
+    auto holder =
+        env.spawn(env.clock_command({"run", "-r", "pair.a", "-r", "pair.b", "--ttl", "60s", "--",
+                                     "sh", "-c", env.holding_script("holder")},
+                                    role.env()));
+    REQUIRE(env.await_started("holder"));
+    std::vector<std::unique_ptr<Process>> waiters;
+    for (int i = 0; i < 6; ++i) {
+      waiters.push_back(env.spawn(env.clock_command(
+          {"run", "-r", "pair.a", "-r", "pair.b", "--ttl", "60s", "--", "true"}, role.env())));
+    }
+    REQUIRE(await([&] { return env.status({"pair"})["waiters"].size() == 12; }, 30s));
+    CHECK(await([&] { return role.backends_older_than("3 s") == 3 && role.backends() == 3; }, 30s));
+    env.let_go("holder");
+    CHECK_EXIT(holder->wait(60s), 0);
+    for (auto& waiter : waiters)
+      CHECK_EXIT(waiter->wait(60s), 0);
+  }
+
   // With short jobs a waiter's look could not come in time to be among the
   // first three, and the lock then sat free until the first waiter looked:
   // while the queue moves, the first eight listen.

@@ -109,9 +109,9 @@ TEST_SUITE("sqlite-wal") {
                            {{"DB", older.string()}}),
                  0);
     for (const fs::path& file : {fresh, older, empty})
-      REQUIRE_EXIT(env.clock({"--database", "sqlite:" + file.string(), "run", "-r", "job", "--",
-                              "true"}),
-                   0);
+      REQUIRE_EXIT(
+          env.clock({"--database", "sqlite:" + file.string(), "run", "-r", "job", "--", "true"}),
+          0);
     auto page_size = [&](const fs::path& file) {
       Result shown = env.shell("sqlite3 \"$DB\" 'PRAGMA page_size'", {{"DB", file.string()}});
       REQUIRE_EXIT(shown, 0);

@@ -4,9 +4,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <random>
 #include <string>
 #include <sys/stat.h>
-#include <random>
 #include <thread>
 #include <unistd.h>
 
