@@ -7,8 +7,10 @@
 #   8a  N `clock run -- true` started at once on distinct resources, direct
 #       and through pgbouncer: exits, wall time, peak backends;
 #   8b  W waiters on one resource, empty job, direct and through pgbouncer:
-#       exits, wall time, peak backends, hand-over p50/p90 (the gap from one
-#       job's end stamp to the next one's start stamp);
+#       exits, wall time, peak backends (also apart: while the herd arrives,
+#       each of its processes connecting to enter the queue, and once all are
+#       queued), hand-over p50/p90 (the gap from one job's end stamp to the
+#       next one's start stamp);
 #   8c  200 waiters behind a holder through pgbouncer: server transactions/s
 #       while they wait, then hand-over p50 once it lets go;
 #   8d  J jobs `sleep S` on distinct resources: backends held between heartbeats.
@@ -50,15 +52,33 @@ backends() {
   psql_at "$BENCH_PG_URL" "SELECT count(*) FROM pg_stat_activity
                         WHERE usename = '$role' AND backend_type = 'client backend'"
 }
-# sample_peak FILE: until FILE.stop exists, the largest count of backends so
-# far in FILE, and in FILE.at when it was first seen (ms since the sampler began).
+# sample_peak FILE [COUNT DIR]: until FILE.stop exists, the largest count of
+# backends so far in FILE, and in FILE.at when it was first seen (ms since
+# the sampler began). With COUNT and DIR (a herd on one resource), also the
+# largest while the herd arrives (FILE.arriving) and once it has (FILE.queued):
+# arrived when DIR/spawned exists and every one of COUNT has started its job
+# or has its entry in the queue.
 sample_peak() {
-  local peak=0 n t0
+  local peak=0 n t0 count=${2:-} dir=${3:-} arrived=false peak_arriving=0 peak_queued=0 in
   t0=$(date +%s%N)
   echo 0 >"$1.at"
   while [[ ! -e $1.stop ]]; do
     n=$(backends)
     ((n > peak)) && peak=$n && echo "$peak" >"$1" && echo $((($(date +%s%N) - t0) / 1000000)) >"$1.at"
+    if [[ -n $count ]]; then
+      if $arrived; then
+        ((n > peak_queued)) && peak_queued=$n
+      else
+        ((n > peak_arriving)) && peak_arriving=$n
+        if [[ -e $dir/spawned ]]; then
+          in=$(psql_at "$admin_url" "SELECT count(DISTINCT owner) FROM clock.waiters")
+          in=$((in + $(compgen -G "$dir/job.*.start" | wc -l)))
+          ((in >= count)) && arrived=true && echo $((($(date +%s%N) - t0) / 1000000)) >"$1.arrived_at"
+        fi
+      fi
+      echo "$peak_arriving" >"$1.arriving"
+      echo "$peak_queued" >"$1.queued"
+    fi
     sleep 0.02
   done
   echo "$peak" >"$1"
@@ -90,7 +110,7 @@ flushed_xacts() {
 herd() {
   local key=$1 u=$2 n=$3 same=$4 dir=$work/$1 i resource t0 t1 peak
   rm -rf "$dir" && mkdir -p "$dir"
-  sample_peak "$dir/peak" &
+  if ((same)); then sample_peak "$dir/peak" "$n" "$dir" & else sample_peak "$dir/peak" & fi
   local sampler=$!
   t0=$(date +%s%N)
   local pids=()
@@ -103,6 +123,7 @@ herd() {
       </dev/null >/dev/null 2>>"$dir/stderr" &
     pids+=($!)
   done
+  touch "$dir/spawned"
   : >"$dir/exits"
   for pid in "${pids[@]}"; do
     status=0
@@ -129,6 +150,12 @@ spans.sort()
 record = {"key": key, "unit": "ms", "median": wall_ms, "count": n, "ran": len(spans),
           "exits": {str(k): v for k, v in sorted(exits.items())}, "peak_backends": peak,
           "peak_at_ms": peak_at}
+for name, field in (("arriving", "peak_backends_arriving"), ("queued", "peak_backends_queued"),
+                    ("arrived_at", "arrived_at_ms")):
+    try:
+        record[field] = int(open(f"{d}/peak.{name}").read())
+    except (OSError, ValueError):
+        pass
 if same and len(spans) > 1:
     gaps = [(b[0] - a[1]) / 1e6 for a, b in zip(spans, spans[1:])]
     record["overlaps"] = sum(1 for g in gaps if g < 0)

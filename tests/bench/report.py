@@ -220,6 +220,9 @@ def borrowed(t):
         target = f"{n} × 0, no overlap"
         if key.endswith(".pg"):
             text += f"; peak {t.get(key, 'peak_backends')} backends"
+            arriving, queued = t.get(key, "peak_backends_arriving"), t.get(key, "peak_backends_queued")
+            if arriving is not None and queued is not None:
+                text += f" ({arriving} while they arrive, {queued} once all are queued)"
             ok = ok and t.get(key, "peak_backends") <= 10 and handover <= p50
             target += ", ≤ 10 backends, p50 ≤ 15 ms"
         else:

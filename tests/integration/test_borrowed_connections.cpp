@@ -125,10 +125,10 @@ TEST_SUITE("borrowed connections") {
   }
 
   // A request of several resources takes try_acquire's general path, whose
-  // blocked reply tells no queue position: its waiters cannot see the queue
-  // move, and once it has stood still for a second only the first three keep
-  // a connection. (Taken for moving at every look, the first eight kept
-  // theirs for as long as the holder ran.)
+  // blocked reply lists an entry per resource of each waiter in the way:
+  // counted by owner, the first three waiters listen as for one resource,
+  // and the ones behind them hold no backend once the queue has stood still
+  // for a second. (Counted by entry, only the first two listened.)
   TEST_CASE(
       "waiters for several resources behind a holder that does not let go keep three "
       "connections" *

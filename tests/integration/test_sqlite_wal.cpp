@@ -122,6 +122,10 @@ TEST_SUITE("sqlite-wal") {
     CHECK(page_size(older) == 4096);
     CHECK(wal_page_size(fresh.string() + "-wal") == 1024);
     CHECK(wal_page_size(older.string() + "-wal") == 4096);
-    CHECK_EXIT(env.clock({"--database", "sqlite:" + older.string(), "status"}), 0);
+    const std::string older_url = "sqlite:" + older.string();
+    REQUIRE_EXIT(env.clock({"--database", older_url, "acquire", "-r", "kept", "--ttl", "60s"}), 0);
+    Result shown = env.clock({"--database", older_url, "status"});
+    CHECK_EXIT(shown, 0);
+    CHECK(shown.out.find("kept") != std::string::npos);
   }
 }

@@ -17,6 +17,16 @@ namespace clk::store::postgres {
 
 namespace {
 
+// A waiter for several resources has an entry in each of their queues.
+int waiters_counted_by_owner(const std::vector<lock::Waiter>& entries) {
+  std::vector<std::string> owners;
+  owners.reserve(entries.size());
+  for (const auto& entry : entries)
+    owners.push_back(entry.owner.str());
+  std::sort(owners.begin(), owners.end());
+  return static_cast<int>(std::unique(owners.begin(), owners.end()) - owners.begin());
+}
+
 using nlohmann::json;
 
 json parse(const std::string& text) {
@@ -206,7 +216,7 @@ AcquireReply parse_acquire(const std::string& text) {
       out.next_expiry_in = next_expiry_in(reply);
       auto ahead = reply.find("ahead");
       out.ahead = ahead != reply.end() ? static_cast<int>(integer_of(*ahead))
-                                       : static_cast<int>(out.attempt.blocking_waiters.size());
+                                       : waiters_counted_by_owner(out.attempt.blocking_waiters);
       auto mine = reply.find("mine");
       if (mine != reply.end() && !mine->is_null())
         out.mine = integer_of(*mine);

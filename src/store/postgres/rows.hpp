@@ -20,8 +20,10 @@ struct AcquireReply {
   // blocked: how long, on the server's clock, until the first lease or queue
   // entry in the way expires (none: nothing in the way ever expires).
   std::optional<std::chrono::microseconds> next_expiry_in;
-  // blocked: how many live queue entries are ahead of the caller's (fast
-  // path 0 counts up to 64 and lists only the first; else the list's size).
+  // blocked: how many waiters are ahead of the caller: the fast paths count
+  // the live queue entries ahead of its one resource, up to 64, and list
+  // only the first; the general path lists every entry in the way, one per
+  // resource of each waiter, and its waiters are counted by owner.
   int ahead = 0;
   // blocked, from the fast paths: the position of the caller's own queue
   // entry (with the first entry ahead's, how far back it is, uncounted).
