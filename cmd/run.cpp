@@ -12,7 +12,6 @@
 #include "output/text.hpp"
 #include "run/supervise.hpp"
 #include "run/timing.hpp"
-#include "store/database_url.hpp"
 #include "util/duration.hpp"
 #include "util/quick_exit.hpp"
 #include "util/random_seed.hpp"
@@ -280,12 +279,10 @@ Action register_run(CLI::App& app) {
         run::supervise(run, *guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
           return release_after_run(*store, plan, acquired.grants, end);
         });
-    // On SQLite the release is committed and the guard stood down: closing
-    // the file, reaping the guard (a wait for the kernel to end it) and
-    // freeing every object is work the kernel does at exit anyway. A
-    // PostgreSQL connection is closed properly, as the server and pgbouncer
-    // expect.
-    if (store::backend_of(context.settings.database_url) == store::Backend::sqlite)
+    // The release is done and the guard stood down: where the store allows
+    // it, no closing, no reaping of the guard (a wait for the kernel to end
+    // it), no freeing of every object.
+    if (store->may_exit_without_closing())
       util::quick_exit_if_possible(status);
     return status;
   };

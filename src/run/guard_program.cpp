@@ -17,8 +17,9 @@
 
 #include "run/signals.hpp"
 #include "util/private_files.hpp"
+#include "util/sanitizers.hpp"
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !CLOCK_SANITIZED
 #define CLOCK_GUARD_CLONE 1
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>

@@ -346,6 +346,12 @@ class Store {
   // WAL. Only called while no other call is in progress. Never throws.
   virtual void use_idle_time() noexcept {}
 
+  // Whether the process may end without closing the store, once its last
+  // call has returned: SQLite's commits are in the file, and closing it,
+  // freeing and destructors are work the kernel does at exit anyway. A
+  // server connection is closed properly, as PostgreSQL and pgbouncer expect.
+  virtual bool may_exit_without_closing() const { return false; }
+
   // What an operator should know about how the database is set up (clock
   // init and clock status -v print each as a warning): one line each, none
   // when all is well or when the backend cannot tell. Never throws.

@@ -5,10 +5,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "util/sanitizers.hpp"
+
 namespace clk::util {
 
 void quick_exit_if_possible(int status) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if CLOCK_SANITIZED
   (void)status;
 #else
   spdlog::default_logger_raw()->flush();

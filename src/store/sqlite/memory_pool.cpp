@@ -22,6 +22,8 @@
 
 #include <sqlite3.h>
 
+#include "util/sanitizers.hpp"
+
 namespace clk::store::sqlite {
 
 namespace {
@@ -162,7 +164,7 @@ void pooled_shutdown(void*) {}
 }  // namespace
 
 void use_memory_pool() {
-#if !defined(__SANITIZE_ADDRESS__)
+#if !CLOCK_SANITIZED
   static const sqlite3_mem_methods methods = {
       pooled_malloc,  pooled_free, pooled_realloc,  pooled_size,
       pooled_roundup, pooled_init, pooled_shutdown, nullptr,

@@ -122,6 +122,7 @@ class SqliteStore final : public Store {
     }
     m_db.checkpoint_when_idle();
   }
+  bool may_exit_without_closing() const override { return true; }
   // One file on one host: nothing to warn about.
   std::vector<std::string> setup_warnings() override { return {}; }
 
