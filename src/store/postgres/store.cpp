@@ -217,8 +217,7 @@ class PostgresStore::Impl {
       slice =
           std::min(slice, std::max<steady_clock::duration>(*m_next_expiry - now, milliseconds(10)));
     const bool beyond_the_first = m_ahead > listeners_ahead();
-    const bool moving = now - m_front_since < k_standing_still;
-    if (beyond_the_first && !(m_notified && m_ahead < k_listeners_while_moving && moving)) {
+    if (beyond_the_first && !listens_while_moving(now)) {
       m_conn.close();
       auto sleep = std::min<steady_clock::duration>(slice, pace());
       spdlog::debug(
@@ -239,6 +238,15 @@ class PostgresStore::Impl {
     }
     // The first call on a connection LISTENs and returns at once: look again.
     m_conn.await(channel, m_owner, slice);
+  }
+
+  // Whether a waiter beyond the first three keeps its connection: among the
+  // first eight, where notifications arrive, while the queue moves (its
+  // first entry changed within the last second, or this waiter has not yet
+  // seen it stand still).
+  bool listens_while_moving(steady_clock::time_point now) const {
+    return m_notified && m_ahead < k_listeners_while_moving &&
+           now - m_front_since < k_standing_still;
   }
 
   // How many entries may be ahead of a waiter that keeps its connection:
