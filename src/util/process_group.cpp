@@ -3,12 +3,13 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <dirent.h>
-#include <fstream>
-#include <iterator>
+#include <fcntl.h>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unistd.h>
 
 namespace clk::util {
 
@@ -21,19 +22,28 @@ struct StatFacts {
 
 // State and process group from /proc/PID/stat. The command name, in
 // parentheses, may hold spaces and ')', so the fields after it are found from
-// the last ')'.
+// the last ')'. Read with read(2), not a stream: a process that ends between
+// the open and the read fails the read with ESRCH, which libstdc++'s filebuf
+// throws as an exception (clock run then exited 70 while it waited for a
+// command's group to end); here it is a process gone.
 std::optional<StatFacts> read_stat(const char* pid) {
-  std::ifstream file(std::string("/proc/") + pid + "/stat");
-  if (!file)
+  const std::string path = std::string("/proc/") + pid + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  auto paren = text.rfind(')');
-  if (paren == std::string::npos)
+  char text[1024];
+  const ssize_t length = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (length <= 0)
+    return std::nullopt;
+  text[length] = '\0';
+  const char* paren = std::strrchr(text, ')');
+  if (paren == nullptr)
     return std::nullopt;
   // ") S PPID PGRP ..."
   char state = 0;
   long parent = 0, group = 0;
-  if (std::sscanf(text.c_str() + paren + 1, " %c %ld %ld", &state, &parent, &group) != 3)
+  if (std::sscanf(paren + 1, " %c %ld %ld", &state, &parent, &group) != 3)
     return std::nullopt;
   return StatFacts{state, static_cast<pid_t>(group)};
 }
