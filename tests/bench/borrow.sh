@@ -59,7 +59,7 @@ backends() {
 # arrived when DIR/spawned exists and every one of COUNT has started its job
 # or has its entry in the queue.
 sample_peak() {
-  local peak=0 n t0 count=${2:-} dir=${3:-} arrived=false peak_arriving=0 peak_queued=0 in
+  local peak=0 n t0 count=${2:-} dir=${3:-} arrived=false peak_arriving=0 peak_queued=0 entered
   t0=$(date +%s%N)
   echo 0 >"$1.at"
   while [[ ! -e $1.stop ]]; do
@@ -71,9 +71,9 @@ sample_peak() {
       else
         ((n > peak_arriving)) && peak_arriving=$n
         if [[ -e $dir/spawned ]]; then
-          in=$(psql_at "$admin_url" "SELECT count(DISTINCT owner) FROM clock.waiters")
-          in=$((in + $(compgen -G "$dir/job.*.start" | wc -l)))
-          ((in >= count)) && arrived=true && echo $((($(date +%s%N) - t0) / 1000000)) >"$1.arrived_at"
+          entered=$(psql_at "$admin_url" "SELECT count(DISTINCT owner) FROM clock.waiters")
+          entered=$((entered + $(compgen -G "$dir/job.*.start" | wc -l)))
+          ((entered >= count)) && arrived=true && echo $((($(date +%s%N) - t0) / 1000000)) >"$1.arrived_at"
         fi
       fi
       echo "$peak_arriving" >"$1.arriving"

@@ -179,8 +179,9 @@ class PostgresStore::Impl {
       m_rate.reset();
       m_unmoved = 0;
     }
-    // Movement is seen only where the fast paths tell the front's position;
-    // a first look has not yet seen the queue stand still.
+    // A reply with no queue entry in the way (only leases) tells no front:
+    // the first such look starts the clock of standing still, later ones do
+    // not restart it.
     if (front ? !m_front || *front != *m_front : m_looked == steady_clock::time_point{})
       m_front_since = now;
     m_ahead = *ahead;
