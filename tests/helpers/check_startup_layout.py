@@ -13,15 +13,17 @@ import re
 import subprocess
 import sys
 
-# Executed by every `clock run` on SQLite: the VDBE, the WAL-index read (and rebuild) of
-# a process that opens the file, clock's commit.
+# Executed by every `clock run` on SQLite: the VDBE, the WAL-index read (and
+# rebuild) of a process that opens the file, clock's commit.
 RUN_EVERY_TIME = [
     "sqlite3VdbeExec",
     "walIndexReadHdr",
     "clk::store::sqlite::WriteTransaction::commit()",
 ]
 # Never executed by `run`: gc's store method.
-NEVER_IN_A_RUN = ["clk::store::(anonymous namespace)::SqliteStore::gc(clk::store::GcOptions const&)"]
+NEVER_IN_A_RUN = [
+    "clk::store::(anonymous namespace)::SqliteStore::gc(clk::store::GcOptions const&)",
+]
 
 
 def main():
