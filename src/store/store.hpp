@@ -95,13 +95,22 @@ using Cycle = std::vector<CycleLink>;
 // reads "waits for x, held or queued for by".
 std::string describe(const Cycle& cycle);
 
+// The most earlier queue entries PostgreSQL's try_acquire counts (the LIMIT
+// of in_the_way() in sql/postgres/functions/20_acquire.sql): a waiter further
+// back only needs to know that it is far back.
+inline constexpr int k_waiters_ahead_counted = 64;
+
 struct Attempt {
   Outcome outcome = Outcome::blocked;
   std::vector<Grant> grants;                   // granted: one per resource, request order
   std::vector<lock::Lease> blocking_leases;    // blocked: who holds what is in the way
   std::vector<lock::Waiter> blocking_waiters;  // blocked: earlier waiters in the way
-  Cycle cycle;                                 // deadlock: the requester first
-  std::optional<PeriodRun> done_by;            // done: the run that did the period
+  // blocked: how many earlier queue entries are in the way, where the backend
+  // lists fewer than it counts (PostgreSQL lists the first and counts up to
+  // k_waiters_ahead_counted); nullopt: blocking_waiters lists them all.
+  std::optional<int> waiters_ahead;
+  Cycle cycle;                       // deadlock: the requester first
+  std::optional<PeriodRun> done_by;  // done: the run that did the period
 };
 
 struct RenewRequest {

@@ -29,9 +29,13 @@ std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
   }
   if (!attempt.blocking_waiters.empty()) {
     const auto& waiter = attempt.blocking_waiters.front();
-    return std::to_string(attempt.blocking_waiters.size()) + " earlier request(s) wait for " +
-           waiter.resource.str() + ", first " + waiter.info.host + " pid " +
-           std::to_string(waiter.info.pid);
+    const int count =
+        attempt.waiters_ahead.value_or(static_cast<int>(attempt.blocking_waiters.size()));
+    std::string how_many = std::to_string(count);
+    if (attempt.waiters_ahead && count >= k_waiters_ahead_counted)
+      how_many = "at least " + how_many;
+    return how_many + " earlier request(s) wait for " + waiter.resource.str() + ", first " +
+           waiter.info.host + " pid " + std::to_string(waiter.info.pid);
   }
   // No row explains it: another program holds these names in an open
   // transaction of its own (PostgreSQL functions called directly).

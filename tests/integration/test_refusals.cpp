@@ -2,6 +2,8 @@
 // store::describe(Cycle)): each case expects the same line on every backend,
 // so the suite's run per backend checks that SQLite and PostgreSQL say the
 // same thing for the same case (SPEC §5: one lock model).
+#include <csignal>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -131,5 +133,35 @@ TEST_SUITE("refusals") {
     CHECK_EXIT(waiting_c->wait(30s), 0);
     CHECK_EXIT(env.clock({"release", "-r", "z", "-r", "x", "--owner", k_owner_c}), 0);
     CHECK_EXIT(waiting_b->wait(30s), 0);
+  }
+
+  // Waiters killed once queued leave their entries until these expire (30 s
+  // at the default TTL): the lock is free, but three earlier requests are in
+  // the way. PostgreSQL's reply lists only the first of them and counts them
+  // all; the message gives the count on both backends.
+  TEST_CASE("a free lock that earlier requests wait for counts them all") {
+    TestEnv env;
+    env.acquire({"-r", "q", "--owner", k_owner_a});
+    std::vector<std::unique_ptr<Process>> waiters;
+    for (const auto* owner : {&k_owner_b, &k_owner_c, &k_owner_d}) {
+      waiters.push_back(
+          env.spawn(env.clock_command({"acquire", "-r", "q", "-w", "60s", "--owner", *owner})));
+      REQUIRE(await([&] { return env.status()["waiters"].size() == waiters.size(); }, 30s, 20ms));
+    }
+    for (auto& waiter : waiters) {
+      waiter->signal(SIGKILL);
+      waiter->wait(30s);
+    }
+    CHECK_EXIT(env.clock({"release", "-r", "q", "--owner", k_owner_a}), 0);
+
+    // Without queueing (-n), and after queueing behind them (-w).
+    const std::string expected = "3 earlier request(s) wait for q, first " + host_name() + " pid ";
+    for (const auto& wait : {"-n", "--wait=1s"}) {
+      auto refused = env.clock({"acquire", wait, "-r", "q"});
+      INFO(refused.describe());
+      CHECK(refused.status == 75);
+      REQUIRE(refused.err_lines().size() == 1);
+      CHECK(refused.err_lines().front().find(expected) != std::string::npos);
+    }
   }
 }

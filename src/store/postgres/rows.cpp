@@ -217,6 +217,8 @@ AcquireReply parse_acquire(const std::string& text) {
       auto ahead = reply.find("ahead");
       out.ahead = ahead != reply.end() ? static_cast<int>(integer_of(*ahead))
                                        : waiters_counted_by_owner(out.attempt.blocking_waiters);
+      if (ahead != reply.end())
+        out.attempt.waiters_ahead = static_cast<int>(integer_of(*ahead));
       auto mine = reply.find("mine");
       if (mine != reply.end() && !mine->is_null())
         out.mine = integer_of(*mine);

@@ -278,13 +278,13 @@ class PostgresStore::Impl {
     const int ahead = std::max(1, m_ahead);
     // Past the count's bound, how far back in positions.
     int far = ahead;
-    if (m_ahead >= k_ahead_counted && m_mine && m_front && *m_mine > *m_front)
+    if (m_ahead >= k_waiters_ahead_counted && m_mine && m_front && *m_mine > *m_front)
       far = static_cast<int>(std::min<std::int64_t>(*m_mine - *m_front, 1'000'000));
     if (m_rate && m_unmoved == 0 && m_mine && m_front && *m_mine > *m_front) {
       // Positions of other resources' entries may fall between: one entry
       // ahead spans `step` positions on average, where all were counted.
       double distance = static_cast<double>(*m_mine - *m_front);
-      double step = m_ahead < k_ahead_counted ? distance / ahead : 1.0;
+      double step = m_ahead < k_waiters_ahead_counted ? distance / ahead : 1.0;
       int listening = m_notified ? k_listeners_while_moving - 1 : listeners_ahead();
       double due = std::max(distance - listening * step, step);
       std::uniform_real_distribution<double> jitter(0.6, 0.75);
@@ -310,7 +310,6 @@ class PostgresStore::Impl {
   static constexpr milliseconds k_standing_still{1000};
   static constexpr milliseconds k_pace_step{20};
   static constexpr milliseconds k_pace_least{10};
-  static constexpr int k_ahead_counted = 64;  // try_acquire counts entries ahead up to this
   static constexpr milliseconds k_pace_moving{30};
   static constexpr milliseconds k_pace_cap{1000};
 
