@@ -561,8 +561,10 @@ TEST_SUITE("postgres") {
     }
   }
 
-  TEST_CASE("a server that accepts connections but never answers: -n exits 69 within the timeout" *
-            ::clk::test::only_on("postgres")) {
+  TEST_CASE(
+      "a server that accepts connections but never answers: -n exits 69 within the timeout, "
+      "-w D within a second of D" *
+      ::clk::test::only_on("postgres")) {
     TestEnv env;
     // A listening socket nobody accepts on: the kernel completes the TCP
     // handshake, and libpq waits for an answer that never comes.
@@ -577,10 +579,8 @@ TEST_SUITE("postgres") {
     REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
     const std::string port = std::to_string(ntohs(address.sin_port));
 
-    Result result = env.clock({"--database", "postgresql://clock:secret@127.0.0.1:" + port + "/x",
-                               "acquire", "-n", "-r", "a"},
-                              {}, 60s);
-    close(listener);
+    const std::string url = "postgresql://clock:secret@127.0.0.1:" + port + "/x";
+    Result result = env.clock({"--database", url, "acquire", "-n", "-r", "a"}, {}, 60s);
     MESSAGE("gave up on a silent server after " << result.seconds << " s");
     CHECK_EXIT(result, 69);
     CHECK(result.seconds < 10);  // the default connect timeout is 5 s
@@ -588,6 +588,26 @@ TEST_SUITE("postgres") {
     CHECK(result.err_lines()[0].find("127.0.0.1:" + port) != std::string::npos);
     CHECK(result.err.find("secret") == std::string::npos);
     CHECK(result.out.find("secret") == std::string::npos);
+
+    // libpq's connect_timeout counts whole seconds, at least two, per
+    // attempt: a retry that starts with half a second left would wait two.
+    // With connect_timeout=2 in the URL, -w 2500ms retries at about 2.05 s
+    // and -n (5 s) at about 4.1 s; each must still end within a second of
+    // its time.
+    const std::string two_seconds = url + "?connect_timeout=2";
+    Result waited =
+        env.clock({"--database", two_seconds, "acquire", "-w", "2500ms", "-r", "a"}, {}, 60s);
+    MESSAGE("-w 2500ms against a silent server: exit " << waited.status << " after "
+                                                       << waited.seconds << " s");
+    CHECK_EXIT(waited, 69);
+    CHECK(waited.seconds < 2.5 + 1);
+    CHECK(waited.err.find("timeout expired") != std::string::npos);
+    Result refused = env.clock({"--database", two_seconds, "acquire", "-n", "-r", "a"}, {}, 60s);
+    MESSAGE("-n against a silent server, connect_timeout=2: exit " << refused.status << " after "
+                                                                   << refused.seconds << " s");
+    CHECK_EXIT(refused, 69);
+    CHECK(refused.seconds < 5 + 1);
+    close(listener);
   }
 
   // A release wakes the first of several waiters queued on one resource by

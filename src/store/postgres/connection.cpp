@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
+#include "store/postgres/bounded_connection.hpp"
 #include "store/postgres/conninfo.hpp"
 #include "store/postgres/test_fault.hpp"
 #include "util/backoff.hpp"
@@ -177,8 +178,9 @@ std::string in_trouble(Kind kind, const std::string& target, const std::string& 
 }  // namespace
 
 struct Connection::Session {
-  explicit Session(const std::string& conninfo) : conn(conninfo), notices(conn) {}
-  pqxx::connection conn;
+  Session(const std::string& conninfo, std::optional<steady_clock::time_point> deadline)
+      : conn(conninfo, deadline), notices(conn) {}
+  BoundedConnection conn;
   NoticeLog notices;                         // declared after conn: destroyed before it
   std::unique_ptr<ChangeListener> listener;  // LISTENing since the first await()
   bool direct = false;                       // notifications reach us (not pooled)
@@ -235,14 +237,16 @@ Connection::Session& Connection::session() {
   if (m_session && m_session->conn.is_open())
     return *m_session;
   m_session.reset();
-  // The connect timeout, shortened to what is left of the caller's time
-  // (libpq counts whole seconds, at least 2), so a server that does not
-  // answer cannot make a call overrun its deadline by more than that.
-  auto left = duration_cast<milliseconds>(statement_deadline() - steady_clock::now());
-  auto timeout = m_connect_timeout.count() > 0 ? std::min(m_connect_timeout, left) : left;
+  // libpq's connect_timeout bounds each host of the URL in whole seconds;
+  // when the caller has less time left than that, the connect ends at the
+  // caller's deadline instead (BoundedConnection), so a server that does not
+  // answer cannot make a call overrun it.
+  const auto deadline = statement_deadline();
+  std::optional<steady_clock::time_point> connect_by;
+  if (m_connect_timeout.count() <= 0 || deadline - steady_clock::now() < m_connect_timeout)
+    connect_by = deadline;
   try {
-    m_session =
-        std::make_unique<Session>(with_defaults(m_url, std::max(timeout, milliseconds(1'000))));
+    m_session = std::make_unique<Session>(with_defaults(m_url, m_connect_timeout), connect_by);
     return *m_session;
   } catch (const std::exception& e) {
     std::string reason = one_line(e.what());
