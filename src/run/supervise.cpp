@@ -278,8 +278,9 @@ int supervise(const RunOptions& options, const Renew& renew, Clock::time_point f
               const AfterChild& after_child) {
   check_timing(options);
   Guard guard;
-  return supervise(options, guard, LeaseKeeping{renew, {}, std::nullopt}, first_renewal_start,
-                   after_child);
+  LeaseKeeping lease;
+  lease.renew = renew;
+  return supervise(options, guard, lease, first_renewal_start, after_child);
 }
 
 int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease,

@@ -36,7 +36,7 @@ TEST_CASE("an owner credential is an id, optionally with a secret of 32 to 128 h
 }
 
 TEST_CASE("a short, long or non-hex secret is a usage error that does not repeat it") {
-  for (const std::string secret :
+  for (const std::string& secret :
        {std::string(""), std::string(31, 'a'), std::string(129, 'a'), std::string(32, 'g')}) {
     std::string text = std::string(k_id) + "." + secret;
     CHECK(code_of(text.c_str()) == ExitCode::usage);
