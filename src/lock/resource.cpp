@@ -20,14 +20,16 @@ bool is_segment_char(char c) {
                   " (use dotted segments of letters, digits, '_' and '-', like ldap.import)");
 }
 
-// Shows a rejected name safely: printable ASCII only, at most 64 bytes.
+// Shows a rejected name safely, in quotes: printable ASCII only, at most 64
+// bytes.
 std::string printable(std::string_view text) {
-  std::string out;
+  std::string out = "'";
   for (char c : text.substr(0, 64)) {
     out += (c >= 0x20 && c < 0x7f) ? c : '?';
   }
   if (text.size() > 64)
     out += "...";
+  out += '\'';
   return out;
 }
 
@@ -37,27 +39,26 @@ Resource Resource::parse(std::string_view text) {
   if (text.empty())
     reject("the name is empty");
   if (text.size() > k_max_bytes) {
-    reject("'" + printable(text) + "' is " + std::to_string(text.size()) +
-           " bytes long, more than 255");
+    reject(printable(text) + " is " + std::to_string(text.size()) + " bytes long, more than 255");
   }
   std::size_t segments = 1;
   std::size_t segment_length = 0;
   for (char c : text) {
     if (c == '.') {
       if (segment_length == 0)
-        reject("'" + printable(text) + "' has an empty segment");
+        reject(printable(text) + " has an empty segment");
       ++segments;
       segment_length = 0;
     } else if (!is_segment_char(c)) {
-      reject("'" + printable(text) + "' contains a character other than letters, digits, '_', '-'");
+      reject(printable(text) + " contains a character other than letters, digits, '_', '-'");
     } else {
       ++segment_length;
     }
   }
   if (segment_length == 0)
-    reject("'" + printable(text) + "' has an empty segment");
+    reject(printable(text) + " has an empty segment");
   if (segments > k_max_segments) {
-    reject("'" + printable(text) + "' has " + std::to_string(segments) + " segments, more than 16");
+    reject(printable(text) + " has " + std::to_string(segments) + " segments, more than 16");
   }
   return Resource(std::string(text));
 }

@@ -129,7 +129,9 @@ std::string ready_condition(const std::string& schema) {
   const std::string q = quoted(schema);
   std::string versions;
   for (const auto& migration : sql::postgres_migrations()) {
-    versions += (versions.empty() ? "" : ",") + std::to_string(migration.version);
+    if (!versions.empty())
+      versions += ',';
+    versions += std::to_string(migration.version);
   }
   return "(SELECT count(*) FROM " + q + ".schema_migrations WHERE version = ANY ('{" + versions +
          "}'::integer[])) = " + std::to_string(sql::postgres_migrations().size()) +

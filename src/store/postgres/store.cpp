@@ -40,8 +40,11 @@ std::string text_array(const std::vector<lock::Resource>& resources) {
 
 std::string bigint_array(const std::vector<lock::Token>& tokens) {
   std::string out = "{";
-  for (auto token : tokens)
-    out += (out.size() > 1 ? "," : "") + std::to_string(token);
+  for (auto token : tokens) {
+    if (out.size() > 1)
+      out += ',';
+    out += std::to_string(token);
+  }
   return out + "}";
 }
 
