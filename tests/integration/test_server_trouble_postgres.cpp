@@ -83,6 +83,31 @@ TEST_SUITE("server-trouble") {
     restart_under_a_waiter(env, through_bouncer);
   }
 
+  // clock run's release keeps trying through an outage only until the lease
+  // would have lapsed anyway (its last renewal + TTL + 1 s), not for the
+  // 30 s a release may take: the command has finished, and a lease nobody
+  // renews protects nothing after that.
+  TEST_CASE("a release during an outage gives up once the lease has lapsed, not after 30 s" *
+            doctest::timeout(300) * ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    pg::ServerRestorer restorer(env);
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    auto job = env.spawn(env.clock_command(
+        {"run", "-r", "job", "--ttl", "3s", "--", "sh", "-c", env.holding_script("job")}));
+    REQUIRE(env.await_started("job"));
+
+    REQUIRE_EXIT(pg::pg_ctl(env, {"stop", "-m", "fast"}), 0);
+    const auto outage = std::chrono::steady_clock::now();
+    env.let_go("job");
+    Result ended = job->wait(60s);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - outage).count();
+    MESSAGE("clock run ended " << seconds << " s into the outage, exit " << ended.status);
+    CHECK_EXIT(ended, 0);  // the command's own status: it finished while the lease held
+    CHECK(ended.err.find("releasing after the command") != std::string::npos);
+    CHECK(seconds < 15);  // the lease lapsed within about 4 s; a release alone may take 30
+  }
+
   TEST_CASE(
       "-n behind pgbouncer with the server down exits 69 long before pgbouncer's "
       "query_wait_timeout, saying what failed" *
