@@ -89,7 +89,9 @@ std::unique_ptr<Store> open_postgres_store(const StoreOptions& options) {
 }
 
 std::string postgres_schema_sql_from_module(const std::string& pg_schema) {
-  return module().schema_sql(pg_schema);
+  std::string sql;
+  module().schema_sql(pg_schema, sql);
+  return sql;
 }
 
 }  // namespace clk::store

@@ -11,7 +11,7 @@ clk::store::Store* clock_postgres_open(const clk::store::StoreOptions& options) 
   return clk::store::make_postgres_store(options).release();
 }
 
-std::string clock_postgres_schema_sql(const std::string& pg_schema) {
-  return clk::store::postgres_schema_sql(pg_schema);
+void clock_postgres_schema_sql(const std::string& pg_schema, std::string& sql) {
+  sql = clk::store::postgres_schema_sql(pg_schema);
 }
 }

@@ -17,6 +17,7 @@ extern const char clock_postgres_module_abi[];
 // make_postgres_store(); the caller owns the result. Throws clk::Error.
 clk::store::Store* clock_postgres_open(const clk::store::StoreOptions& options);
 
-// postgres_schema_sql(). Throws clk::Error.
-std::string clock_postgres_schema_sql(const std::string& pg_schema);
+// postgres_schema_sql(), into `sql` (a C-linkage function returns no C++
+// object). Throws clk::Error.
+void clock_postgres_schema_sql(const std::string& pg_schema, std::string& sql);
 }
