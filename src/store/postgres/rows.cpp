@@ -214,11 +214,10 @@ AcquireReply parse_acquire(const std::string& text) {
         out.attempt.blocking_waiters.push_back(waiter_of(row));
       }
       out.next_expiry_in = next_expiry_in(reply);
-      auto ahead = reply.find("ahead");
-      out.ahead = ahead != reply.end() ? static_cast<int>(integer_of(*ahead))
-                                       : waiters_counted_by_owner(out.attempt.blocking_waiters);
-      if (ahead != reply.end())
+      if (auto ahead = reply.find("ahead"); ahead != reply.end())
         out.attempt.waiters_ahead = static_cast<int>(integer_of(*ahead));
+      out.ahead = out.attempt.waiters_ahead.value_or(
+          waiters_counted_by_owner(out.attempt.blocking_waiters));
       auto mine = reply.find("mine");
       if (mine != reply.end() && !mine->is_null())
         out.mine = integer_of(*mine);
