@@ -66,9 +66,9 @@ GRANT SELECT ON :"schema".schema_migrations TO clock_app;
 GRANT EXECUTE ON FUNCTION
   :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
                         bigint, text, text, timestamptz, boolean, text, text, bigint),
-  :"schema".leave_queue(text, text[], uuid, text),
+  :"schema".leave_queue(text, text[], uuid, text, text),
   :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
-                              jsonb),
+                              jsonb, text),
   :"schema".renew(text, text[], uuid, bigint[], bigint, text, text),
   :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
   :"schema".status_rows(text, text, boolean),

@@ -49,6 +49,11 @@ struct OwnerInfo {
   std::string user;
   std::string command;  // the wrapped command line, shown verbatim (escaped on output)
   std::chrono::system_clock::time_point started{};
+  // The database login that wrote the row (PostgreSQL's session_user, the
+  // operating system user on SQLite): filled in by the store when it reads,
+  // never taken from the caller, so not a claim as the facts above are.
+  // Empty for rows written before it was kept.
+  std::string db_user;
 };
 
 }  // namespace clk::lock

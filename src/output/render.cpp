@@ -35,12 +35,20 @@ std::string tokens_joined(const std::vector<store::Grant>& grants) {
   return out;
 }
 
+// The facts a caller claims, and the database login that wrote the row
+// (db_user, null where it is not known: rows from before it was kept).
 json owner_json(const lock::OwnerInfo& info) {
   return {{"host", info.host},
           {"ip", info.ip},
           {"pid", info.pid},
           {"user", info.user},
-          {"command", info.command}};
+          {"command", info.command},
+          {"db_user", info.db_user.empty() ? json(nullptr) : json(info.db_user)}};
+}
+
+// The LOGIN column: the database login behind a row, "-" where not known.
+std::string login_cell(const lock::OwnerInfo& info) {
+  return info.db_user.empty() ? "-" : escape_for_terminal(info.db_user);
 }
 
 json lease_json(const lock::Lease& lease, lock::Instant now, bool expired) {
@@ -107,6 +115,7 @@ std::vector<std::string> holder_row(const lock::Lease& lease, bool expired, lock
           escape_for_terminal(lease.info.ip.empty() ? "-" : lease.info.ip),
           std::to_string(lease.info.pid),
           escape_for_terminal(lease.info.user),
+          login_cell(lease.info),
           std::to_string(lease.token),
           util::format_duration(milliseconds(ms_between(lease.acquired_at, now))),
           expires_cell(lease, now),
@@ -122,6 +131,7 @@ std::vector<std::string> waiter_row(const lock::Waiter& waiter, int place, lock:
           escape_for_terminal(waiter.info.ip.empty() ? "-" : waiter.info.ip),
           std::to_string(waiter.info.pid),
           escape_for_terminal(waiter.info.user),
+          login_cell(waiter.info),
           "-",
           util::format_duration(milliseconds(ms_between(waiter.since, now))),
           "-",
@@ -168,8 +178,8 @@ std::string status_table(const store::Snapshot& snapshot, bool colour) {
       return column == k_state_column ? lines[row - 1].colour : std::string_view();
     };
   }
-  return table({"RESOURCE", "STATE", "MODE", "OWNER", "HOST", "IP", "PID", "USER", "TOKEN", "FOR",
-                "EXPIRES", "COMMAND"},
+  return table({"RESOURCE", "STATE", "MODE", "OWNER", "HOST", "IP", "PID", "USER", "LOGIN", "TOKEN",
+                "FOR", "EXPIRES", "COMMAND"},
                rows, paint);
 }
 
@@ -360,11 +370,12 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
     }
     rows.push_back({iso8601(event.at), what, resource_cell(event.ns, event.resource),
                     escape_for_terminal(event.info.host), std::to_string(event.info.pid),
-                    std::to_string(event.token),
+                    login_cell(event.info), std::to_string(event.token),
                     event.held_for ? util::format_duration(*event.held_for) : "-",
                     escape_for_terminal(event.info.command)});
   }
-  return table({"AT", "EVENT", "RESOURCE", "HOST", "PID", "TOKEN", "HELD", "COMMAND"}, rows);
+  return table({"AT", "EVENT", "RESOURCE", "HOST", "PID", "LOGIN", "TOKEN", "HELD", "COMMAND"},
+               rows);
 }
 
 std::string render_gc(const store::GcReport& report, bool dry_run) {

@@ -46,12 +46,12 @@ std::string words(Operation operation, const Refused& refused,
     case Refusal::slots_mismatch:
       return slots_mismatch(refused);
     case Refusal::not_proven:
-      return resource + " is held by " + who +
-             ", but this caller did not prove it is that owner (CLOCK_OWNER or --owner lacks "
-             "its secret, or the secret is wrong): " +
-             (operation == Operation::acquire ? "re-entering, renewing and releasing"
-                                              : "renewing and releasing") +
-             " need the ID.SECRET that 'clock acquire --format shell' exports or that "
+      return who +
+             " holds or waits for a lock, but this caller did not prove it is that owner "
+             "(CLOCK_OWNER or --owner lacks its secret, or the secret is wrong): nothing is "
+             "done in its name on " +
+             resource +
+             " without the ID.SECRET that 'clock acquire --format shell' exports or that "
              "'clock run' passes to its child; the attempt is recorded in history";
     case Refusal::upgrade:
       return "this owner holds " + resource +

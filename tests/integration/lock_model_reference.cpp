@@ -123,13 +123,16 @@ void Reference::dequeue(const Step& step, const std::vector<lock::Resource>& res
   });
 }
 
-// A lease gone or expired is not renewed; either is recorded as lost.
+// A lease gone or expired is not renewed; either is recorded as lost, a gone
+// one only where this owner held it.
 int Reference::renew(const Step& step) {
   const std::string& ns = m_namespaces.at(step.ns);
   Held* held = find(ns, step.resources.at(0), id(step.owner));
   if (!held) {
-    m_events->push_back("lost ns" + std::to_string(step.ns) + " " + step.resources.at(0) + " o" +
-                        std::to_string(step.owner));
+    std::string where = "ns" + std::to_string(step.ns) + " " + step.resources.at(0) + " o" +
+                        std::to_string(step.owner);
+    if (m_acquired.count(where))
+      m_events->push_back("lost " + where);
     return 77;
   }
   if (held->expired) {

@@ -96,8 +96,11 @@ class Reference {
   lock::OwnerId id(int owner) const { return lock::OwnerId::trusted(m_owners.at(owner)); }
   // History events read "kind nsN resource oN", as the test normalises them.
   void record(const std::string& kind, const lock::Lease& lease) {
-    m_events->push_back(kind + " " + ns_index(lease.ns) + " " + lease.resource.str() + " " +
-                        owner_index(lease.owner));
+    std::string where =
+        ns_index(lease.ns) + " " + lease.resource.str() + " " + owner_index(lease.owner);
+    if (kind == "acquired")
+      m_acquired.insert(where);
+    m_events->push_back(kind + " " + where);
   }
   std::string ns_index(const std::string& ns) const {
     auto found = std::find(m_namespaces.begin(), m_namespaces.end(), ns);
@@ -137,6 +140,10 @@ class Reference {
   lock::Token m_last_token = 0;
   std::int64_t m_last_position = 0;
   std::vector<std::string>* m_events = nullptr;
+  // "nsN resource oN" of every grant: a renewal that finds its lease gone
+  // records it as lost only where its owner held it (SPEC §1: nothing is
+  // recorded in an owner's name without its proof).
+  std::set<std::string> m_acquired;
 };
 
 }  // namespace clk::test::model

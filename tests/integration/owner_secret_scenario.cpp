@@ -80,8 +80,9 @@ void intruder_cannot_take_the_lease(const TestEnv& env,
     INFO(refused.describe());
     CHECK(refused.status == 77);
     REQUIRE(refused.err_lines().size() == 1);
-    CHECK(contains(refused.err, "deploy.web is held by owner " + id +
-                                    ", but this caller did not prove it is that owner"));
+    CHECK(contains(refused.err, "owner " + id +
+                                    " holds or waits for a lock, but this caller did not prove "
+                                    "it is that owner"));
     CHECK_FALSE(contains(refused.err, secret));
   }
   Result plain = clock_as(env, intruder, {"run", "-n", "-r", "deploy.web", "--", "true"});

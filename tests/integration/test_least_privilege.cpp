@@ -189,6 +189,54 @@ TEST_SUITE("least privilege") {
                                    78);
   }
 
+  TEST_CASE(
+      "clock_app calling the functions directly cannot act in a waiter's name without its "
+      "secret: no grant, no queue exit, no killed record" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    Roles roles(env);
+    Acquired holder = acquire_as(env, roles.as_app(), {"-r", "q"});
+    const std::string waiter = random_owner();
+    auto waiter_env = roles.as_app();
+    waiter_env["CLOCK_OWNER"] = waiter;
+    auto queued =
+        env.spawn(env.clock_command({"run", "-w", "60s", "-r", "q", "--", "true"}, waiter_env));
+    REQUIRE(await([&] { return !env.status()["waiters"].empty(); }, 30s));
+    const std::string id = id_of(waiter);
+    const std::string wrong = "'0123456789abcdef0123456789abcdef'";
+    const std::vector<std::string> calls = {
+        "SELECT clock.try_acquire('', ARRAY['q'], 'exclusive', 0, '" + id +
+            "'::uuid, 60000, 'thief', false, 'h', '', 1, 'u', 'c', now(), false, " + wrong +
+            ", 'thief')->>'outcome'",
+        "SELECT clock.leave_queue('', ARRAY['q'], '" + id + "'::uuid, NULL, " + wrong + ")",
+        "SELECT clock.record_missed_run('killed', '', ARRAY['q'], '" + id +
+            "'::uuid, 'exclusive', 'h', '', 1, 'u', 'c', NULL, " + wrong + ")",
+    };
+    const std::vector<std::string> answers = {"not_proven", "0", "0"};
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      Result result = psql(env, roles.app_url(), calls[i]);
+      CAPTURE(calls[i]);
+      INFO(result.describe());
+      CHECK(result.status == 0);
+      CHECK(result.out == answers[i] + "\n");
+    }
+    // The genuine waiter is still queued, and runs once the holder is done;
+    // nothing was recorded as killed in its name.
+    CHECK(env.status()["waiters"].size() == 1);
+    CHECK_EXIT(env.clock({"release", "-r", "q", "--owner", holder.credential}, roles.as_app()), 0);
+    CHECK_EXIT(queued->wait(60s), 0);
+    Result killed = psql(env, env.url(),
+                         "SELECT count(*) FROM clock.history WHERE event = 'killed' "
+                         "OR (event = 'acquired' AND owner = '" +
+                             id + "' AND command = 'c')");
+    CHECK(killed.out == "0\n");
+    Result refused = psql(env, env.url(),
+                          "SELECT count(*) FROM clock.history WHERE event = 'refused' AND owner "
+                          "= '" +
+                              id + "' AND db_user LIKE 'clock_test_app_%'");
+    CHECK(refused.out == "3\n");
+  }
+
   TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history" *
             ::clk::test::only_on("postgres")) {
     TestEnv env;

@@ -40,8 +40,9 @@ TEST_SUITE("owner secret") {
     Acquired holder = env.acquire({"-r", "x"});
     REQUIRE(secret_of(holder).size() == 32);
     const std::string wrong = holder.owner + ".ffffffffffffffffffffffffffffffff";
-    const std::string expected =
-        "x is held by owner " + holder.owner + ", but this caller did not prove it is that owner";
+    const std::string expected = "owner " + holder.owner +
+                                 " holds or waits for a lock, but this caller did not prove it is "
+                                 "that owner";
     for (const auto& args : std::vector<std::vector<std::string>>{
              {"release", "-r", "x", "--owner", holder.owner},
              {"renew", "-r", "x", "--owner", holder.owner},

@@ -226,7 +226,7 @@ TEST_SUITE("postgres") {
         "GRANT EXECUTE ON FUNCTION clock.try_acquire(text, text[], text, integer, uuid, "
         "bigint, text, boolean, text, text, bigint, text, text, timestamptz), "
         "clock.renew(text, text[], uuid, bigint[], bigint), clock.release(text, text[], uuid), "
-        "clock.history(text, text, integer) TO " +
+        "clock.history(text, text, integer), clock.leave_queue(text, text[], uuid, text) TO " +
         role);
 
     auto holders = env.holders_of("legacy.job");  // the first use re-applies the functions
@@ -248,7 +248,8 @@ TEST_SUITE("postgres") {
           "clock.renew(text, text[], uuid, bigint[], bigint, text, text)",
           "clock.release(text, text[], uuid, text, text, text, bigint[], boolean)",
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
-          "jsonb)",
+          "jsonb, text)",
+          "clock.leave_queue(text, text[], uuid, text, text)",
           "clock.history(text, text, integer, text)"}) {
       INFO(successor);
       CHECK(psql.execute("SELECT has_function_privilege('" + role + "', '" + successor +
@@ -321,7 +322,7 @@ TEST_SUITE("postgres") {
     // Both gone: the same queued request is granted, without the general path.
     require_released(psql.execute(release_sql("job", holder)));
     CHECK(std::stoll(psql.execute("SELECT clock.leave_queue('', ARRAY['job.part.sub'], '" + queued +
-                                  "'::uuid, NULL)")) == 1);
+                                  "'::uuid, NULL, NULL)")) == 1);
     psql.execute("BEGIN");
     before = general_calls(psql);
     long long granted = granted_token(psql.execute(
@@ -443,7 +444,8 @@ TEST_SUITE("postgres") {
         "SELECT string_agg(owner::text, ',' ORDER BY position) FROM clock.waiters "
         "WHERE resource = 'busy'");
     CHECK(order.rfind(early, 0) == 0);
-    reader.execute("SELECT clock.leave_queue('', ARRAY['busy'], '" + early + "'::uuid, NULL)");
+    reader.execute("SELECT clock.leave_queue('', ARRAY['busy'], '" + early +
+                   "'::uuid, NULL, NULL)");
     CHECK(reader.finish() == 0);
     CHECK_EXIT(env.clock({"release", "-r", "busy", "--owner", holder.credential}), 0);
     CHECK_EXIT(waiter->wait(30s), 0);

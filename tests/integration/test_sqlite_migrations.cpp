@@ -117,26 +117,25 @@ TEST_SUITE("sqlite migrations") {
     CHECK(holders[0]["owner"] == "11111111-2222-4333-8444-555555555555");
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 75);
 
-    // History holds a renewal of a lease that is gone, after the old rows,
-    // with an id the old rows never had.
-    std::string renewer = random_uuid();
-    CHECK_EXIT(env.clock({"renew", "-r", "y", "--owner", renewer}), 77);
+    // History holds a new run after the old rows, with ids the old rows
+    // never had.
+    std::string runner = random_owner();
+    CHECK_EXIT(env.clock({"run", "-r", "y", "--", "true"}, {{"CLOCK_OWNER", runner}}), 0);
     Result history = env.clock({"history", "--format", "json"});
     REQUIRE_EXIT(history, 0);
     auto events = nlohmann::json::parse(history.out)["events"];
     INFO(events.dump(2));
-    REQUIRE(events.size() == 4);
+    REQUIRE(events.size() == 5);
     std::vector<long long> ids;
-    bool lost = false;
+    int new_rows = 0;
     for (const auto& event : events) {
       ids.push_back(event["id"].get<long long>());
-      if (event["event"] == "lost") {
-        lost = true;
-        CHECK(event["owner"] == renewer);
+      if (event["owner"] == id_of(runner)) {
+        ++new_rows;
         CHECK(event["id"].get<long long>() > 10);
       }
     }
-    CHECK(lost);
+    CHECK(new_rows == 2);
 
     Result schema_now = env.shell(
         "sqlite3 \"$DB\" 'PRAGMA user_version' \"SELECT name FROM sqlite_master WHERE "

@@ -152,16 +152,58 @@ CREATE OR REPLACE FUNCTION @schema@.proves(p_hash text, p_secret text) RETURNS b
 LANGUAGE sql IMMUTABLE
 AS $$ SELECT p_hash IS NULL OR coalesce(p_hash = @schema@.secret_hash(p_secret), false) $$;
 
--- Records the end (or start) of a lease in history.
+-- Whether p_secret fails to prove that its caller is the owner p_owner:
+-- a row of the owner's, a lease or a queue entry (live, or expired and not
+-- yet collected), keeps a hash that p_secret does not match. The proof
+-- belongs to the id, not to one row: once an id holds or waits for
+-- anything, every act in its name needs the secret. An id with no such row
+-- is free (a new owner, or rows from before secrets), as before.
+CREATE OR REPLACE FUNCTION @schema@.owner_refuses(p_owner uuid, p_secret text) RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+  SELECT EXISTS (SELECT 1 FROM @schema@.leases
+                 WHERE owner = p_owner AND secret_hash IS NOT NULL
+                   AND secret_hash IS DISTINCT FROM @schema@.secret_hash(p_secret))
+      OR EXISTS (SELECT 1 FROM @schema@.waiters
+                 WHERE owner = p_owner AND secret_hash IS NOT NULL
+                   AND secret_hash IS DISTINCT FROM @schema@.secret_hash(p_secret))
+$$;
+
+-- Records an act refused for want of the owner's secret (owner_refuses):
+-- one 'refused' per resource, with the owner's lease there if it has one
+-- (its facts and token), else the facts the caller claims, and in
+-- forced_by, who asked. db_user says which login it really was.
+CREATE OR REPLACE FUNCTION @schema@.record_refused(
+  p_at timestamptz, p_namespace text, p_resources text[], p_owner uuid, p_mode text,
+  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_by text)
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, host, ip,
+                                pid, user_name, command, forced_by)
+  SELECT p_at, 'refused', p_namespace, r, p_owner, coalesce(l.mode, p_mode), l.token,
+         coalesce(l.host, p_host, ''), coalesce(l.ip, p_ip, ''), coalesce(l.pid, p_pid, 0),
+         coalesce(l.user_name, p_user, ''), coalesce(l.command, p_command, ''),
+         coalesce(p_by, '')
+  FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)
+  LEFT JOIN @schema@.leases l
+    ON l.namespace = p_namespace AND l.resource = t.r AND l.owner = p_owner
+  ORDER BY t.n
+$$;
+
+-- Records the end (or start) of a lease in history. An 'acquired' record
+-- keeps the lease's secret hash, so that a renewal that finds the lease gone
+-- later records 'lost' only for the owner that held it (renew()).
 CREATE OR REPLACE FUNCTION @schema@.record_event(p_event text, p_at timestamptz, l @schema@.leases,
                                       p_held_for interval, p_forced_by text DEFAULT '')
 RETURNS void
 LANGUAGE sql
 AS $$
   INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                host, ip, pid, user_name, command, forced_by)
+                                host, ip, pid, user_name, command, forced_by, secret_hash)
   VALUES (p_at, p_event, l.namespace, l.resource, l.owner, l.mode, l.token, p_held_for,
-          l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by)
+          l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by,
+          CASE WHEN p_event = 'acquired' THEN l.secret_hash END)
 $$;
 
 -- Who was in the way of a blocked attempt, for the record of a run that did

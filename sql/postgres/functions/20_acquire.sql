@@ -286,7 +286,7 @@ END $$;
 CREATE OR REPLACE FUNCTION @schema@.enqueue(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_host text, p_ip text, p_pid bigint, p_user text,
-  p_command text, p_started timestamptz, p_now timestamptz)
+  p_command text, p_started timestamptz, p_now timestamptz, p_secret text)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -299,9 +299,9 @@ BEGIN
     AND expires_at <= p_now;
   INSERT INTO @schema@.waiters AS w (namespace, resource, owner, mode, slots, request_id,
                                      enqueued_at, expires_at, host, ip, pid, user_name, command,
-                                     owner_started_at)
+                                     owner_started_at, secret_hash)
   SELECT p_namespace, r, p_owner, p_mode, p_slots, p_request_id, p_now, p_now + v_life,
-         p_host, p_ip, p_pid, p_user, p_command, p_started
+         p_host, p_ip, p_pid, p_user, p_command, p_started, @schema@.secret_hash(p_secret)
   FROM unnest(p_resources) WITH ORDINALITY AS t (r, n) ORDER BY n
   ON CONFLICT (namespace, resource, owner) DO UPDATE
     SET expires_at = excluded.expires_at, request_id = excluded.request_id,
@@ -429,7 +429,7 @@ END $$;
 CREATE OR REPLACE FUNCTION @schema@.queue_behind(
   p_namespace text, p_resources text[], p_up text[], p_owner uuid, p_ttl_ms bigint,
   p_request_id text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text,
-  p_started timestamptz, p_now timestamptz)
+  p_started timestamptz, p_now timestamptz, p_secret text)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -445,7 +445,8 @@ BEGIN
     RETURN NULL;
   END IF;
   PERFORM @schema@.enqueue(p_namespace, p_resources, 'exclusive', 0, p_owner, p_ttl_ms,
-                           p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started, p_now);
+                           p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started, p_now,
+                           p_secret);
   SELECT position INTO v_mine FROM @schema@.waiters
   WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
   RETURN v_way || jsonb_build_object('outcome', 'blocked', 'now', @schema@.usec(p_now),
@@ -462,8 +463,9 @@ END $$;
 -- acquire; a retried call with the same id returns the grant it made.
 -- p_once_per_ms: --once-per D, NULL for none; a request that would be granted
 -- when its period is done gets skip_done_period()'s {"outcome": "done"}.
--- p_secret: the owner's secret; a new lease keeps only its hash
--- (secret_hash()), and re-entering a lease needs it (proves()): otherwise
+-- p_secret: the owner's secret; a new lease or queue entry keeps only its
+-- hash (secret_hash()). When the id's rows keep another hash
+-- (owner_refuses()), nothing is granted, queued or refreshed: the reply is
 -- {"outcome": "not_proven", "resource"}, recorded as 'refused' with p_by.
 --
 -- Two fast paths come first, for one resource, each answering as the general
@@ -559,6 +561,17 @@ DECLARE
                                      interval '30 s') END;
   l @schema@.leases;
 BEGIN
+  -- The owner's proof first: an id bound to another secret (owner_refuses)
+  -- is granted nothing, queued nowhere and keeps its queue entries; the
+  -- refusal is recorded with who asked.
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.check_names(p_namespace, p_resources);
+    v_now := clock_timestamp();
+    PERFORM @schema@.record_refused(v_now, p_namespace, p_resources, p_owner, p_mode, p_host,
+                                    p_ip, p_pid, p_user, p_command, p_by);
+    RETURN jsonb_build_object('outcome', 'not_proven', 'now', @schema@.usec(v_now),
+                              'resource', p_resources[1]);
+  END IF;
   -- The fast paths take only arguments check_names() and the general path
   -- would accept; anything else goes there to be refused with their message.
   IF cardinality(p_resources) = 1 AND v_resource IS NOT NULL
@@ -614,7 +627,7 @@ BEGIN
                                    v_now) THEN
           v_done := @schema@.queue_behind(p_namespace, p_resources, v_up, p_owner, p_ttl_ms,
                                           p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                                          p_started, v_now);
+                                          p_started, v_now, p_secret);
           IF v_done IS NOT NULL THEN
             RETURN v_done;
           END IF;
@@ -651,7 +664,7 @@ BEGIN
       -- Fast path 2: queued behind whoever is in the way, or granted as in 1.
       v_done := @schema@.queue_behind(p_namespace, p_resources, v_up, p_owner, p_ttl_ms,
                                       p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                                      p_started, v_now);
+                                      p_started, v_now, p_secret);
       IF v_done IS NOT NULL THEN
         RETURN v_done;
       END IF;
@@ -684,9 +697,9 @@ BEGIN
         RETURNING *),
       h AS (
         INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
-                                      held_for, host, ip, pid, user_name, command)
+                                      held_for, host, ip, pid, user_name, command, secret_hash)
         SELECT v_now, 'acquired', namespace, resource, owner, mode, token, NULL, host, ip, pid,
-               user_name, command
+               user_name, command, secret_hash
         FROM g)
       SELECT token INTO v_token FROM g;
       -- A queued request's own entry goes with the grant, as in the general path.
@@ -760,7 +773,7 @@ BEGIN
     IF p_queue THEN
       PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started,
-                               v_now);
+                               v_now, p_secret);
     ELSIF p_record_refusal THEN
       PERFORM @schema@.record_missed('skipped', v_now, p_namespace, p_resources, p_owner, p_mode,
                                      p_host, p_ip, p_pid, p_user, p_command,
@@ -838,10 +851,12 @@ END $$;
 -- Records a run that did not happen (timed_out after -w, killed at its
 -- runtime limit) for each resource of its request: store::record_missed_run.
 -- p_in_the_way: {"owner", "host", "token"} of who held or awaited the lock,
--- or NULL. Returns the number of records.
+-- or NULL. Returns the number of records: 0 when p_secret does not prove
+-- the owner (owner_refuses()), which is recorded as 'refused' instead.
 CREATE OR REPLACE FUNCTION @schema@.record_missed_run(
   p_event text, p_namespace text, p_resources text[], p_owner uuid, p_mode text,
-  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_in_the_way jsonb)
+  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_in_the_way jsonb,
+  p_secret text)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -853,14 +868,21 @@ BEGIN
       MESSAGE = 'record_missed_run: the event is timed_out or killed, not ' || p_event;
   END IF;
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.record_refused(clock_timestamp(), p_namespace, p_resources, p_owner, p_mode,
+                                    p_host, p_ip, p_pid, p_user, p_command, '');
+    RETURN 0;
+  END IF;
   PERFORM @schema@.record_missed(p_event, clock_timestamp(), p_namespace, p_resources, p_owner,
                                  p_mode, p_host, p_ip, p_pid, p_user, p_command, p_in_the_way);
   RETURN cardinality(p_resources);
 END $$;
 
--- Removes the caller's queue entries (a waiter giving up), waking only the waiters that may now be granted.
+-- Removes the caller's queue entries (a waiter giving up), waking only the
+-- waiters that may now be granted. Returns how many were removed: none when
+-- p_secret does not prove the owner (owner_refuses()), recorded as 'refused'.
 CREATE OR REPLACE FUNCTION @schema@.leave_queue(p_namespace text, p_resources text[],
-                                                p_owner uuid, p_request_id text)
+                                                p_owner uuid, p_request_id text, p_secret text)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -871,6 +893,11 @@ DECLARE
   v_count integer;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.record_refused(clock_timestamp(), p_namespace, p_resources, p_owner, NULL,
+                                    NULL, NULL, NULL, NULL, NULL, '');
+    RETURN 0;
+  END IF;
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   DELETE FROM @schema@.waiters
   WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources)

@@ -22,9 +22,11 @@
 -- {"outcome": "not_owner", "lost": [{resource, reason}…]} with reason
 -- 'gone', 'expired' or 'token' (the owner holds it under another token), or
 -- 'not_proven' (p_secret does not prove ownership: see proves()).
--- Each loss is recorded as 'lost'; a lease found expired is removed. A
--- refusal for want of the secret changes nothing but history: 'refused',
--- with p_by, who asked ("user@host pid N").
+-- Each loss is recorded as 'lost' (a lease already gone only when history
+-- shows this owner, proven by p_secret, acquired it); a lease found expired
+-- is removed. When p_secret does not prove the owner id (owner_refuses()),
+-- nothing changes but history: 'refused' for each resource, with p_by, who
+-- asked ("user@host pid N"), and every resource is refused as 'not_proven'.
 CREATE OR REPLACE FUNCTION @schema@.renew(p_namespace text, p_resources text[], p_owner uuid,
                                p_tokens bigint[], p_ttl_ms bigint, p_secret text,
                                p_by text)
@@ -52,6 +54,17 @@ BEGIN
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 20_acquire.sql
   v_expires := CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END;
+  -- The owner's proof first (owner_refuses): nothing is renewed, lost or
+  -- removed in the name of an id whose secret the caller does not have.
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.record_refused(v_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL,
+                                    NULL, NULL, NULL, p_by);
+    RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
+                              'lost', (SELECT jsonb_agg(jsonb_build_object('resource', r,
+                                                                           'reason', 'not_proven')
+                                                        ORDER BY n)
+                                       FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)));
+  END IF;
   FOR i IN 1 .. cardinality(p_resources) LOOP
     v_token := p_tokens[i];  -- NULL when no tokens were given
     SELECT * INTO l FROM @schema@.leases
@@ -59,8 +72,16 @@ BEGIN
     FOR UPDATE;
     IF NOT FOUND THEN
       v_lost := v_lost || jsonb_build_object('resource', p_resources[i], 'reason', 'gone');
-      INSERT INTO @schema@.history (at, event, namespace, resource, owner, token)
-      VALUES (v_now, 'lost', p_namespace, p_resources[i], p_owner, v_token);
+      -- Recorded as lost only for the owner that held it: an 'acquired'
+      -- record of this owner's that the secret proves (a record from before
+      -- secrets keeps no hash and proves nothing wrong).
+      IF EXISTS (SELECT 1 FROM @schema@.history h
+                 WHERE h.resource = p_resources[i] AND h.namespace = p_namespace
+                   AND h.owner = p_owner AND h.event = 'acquired'
+                   AND @schema@.proves(h.secret_hash, p_secret)) THEN
+        INSERT INTO @schema@.history (at, event, namespace, resource, owner, token)
+        VALUES (v_now, 'lost', p_namespace, p_resources[i], p_owner, v_token);
+      END IF;
     ELSIF l.token <> v_token THEN
       v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'token');
       l.token := v_token;

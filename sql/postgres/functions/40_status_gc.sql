@@ -23,13 +23,15 @@
 -- per holder ('holder': at1 acquired, at2 renewed, at3 expires) and per
 -- waiter ('waiter': token is its queue position, at1 since) and per counted
 -- outcome of the resource's runs ('runs': mode is the outcome, token the
--- count, from run_counts, which gc does not prune). Instants are
+-- count, from run_counts, which gc does not prune); db_user is the login
+-- that wrote a holder's or waiter's row (NULL before migration 012). Instants are
 -- UTC, 'YYYY-MM-DD HH:MM:SS[.ffffff]' (DateStyle ISO is set for the casts).
 -- Unordered: the client sorts.
 CREATE OR REPLACE FUNCTION @schema@.status_rows(p_namespace text, p_prefix text, p_include_expired boolean)
 RETURNS TABLE (kind text, namespace text, resource text, owner uuid, mode text, slots integer,
                token bigint, depth integer, at1 text, at2 text, at3 text, expired boolean,
-               host text, ip text, pid bigint, user_name text, command text, started text)
+               host text, ip text, pid bigint, user_name text, command text, started text,
+               db_user text)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -38,14 +40,14 @@ AS $$
   WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
   SELECT 'now', NULL, NULL, NULL::uuid, NULL, NULL::integer, NULL::bigint, NULL::integer,
          (n.now AT TIME ZONE 'UTC')::text, NULL, NULL, NULL::boolean, NULL, NULL, NULL::bigint,
-         NULL, NULL, NULL
+         NULL, NULL, NULL, NULL
   FROM n
   UNION ALL
   SELECT 'holder', l.namespace, l.resource, l.owner, l.mode, l.slots, l.token, l.depth,
          (l.acquired_at AT TIME ZONE 'UTC')::text, (l.renewed_at AT TIME ZONE 'UTC')::text,
          (l.expires_at AT TIME ZONE 'UTC')::text, coalesce(l.expires_at <= n.now, false),
          l.host, l.ip, l.pid, l.user_name, l.command,
-         (l.owner_started_at AT TIME ZONE 'UTC')::text
+         (l.owner_started_at AT TIME ZONE 'UTC')::text, l.db_user
   FROM @schema@.leases l, n
   WHERE (p_namespace IS NULL OR l.namespace = p_namespace)
     AND (p_prefix IS NULL OR l.resource = p_prefix
@@ -54,7 +56,7 @@ AS $$
   UNION ALL
   SELECT 'waiter', w.namespace, w.resource, w.owner, w.mode, w.slots, w.position, NULL,
          (w.enqueued_at AT TIME ZONE 'UTC')::text, NULL, NULL, NULL, w.host, w.ip, w.pid,
-         w.user_name, w.command, (w.owner_started_at AT TIME ZONE 'UTC')::text
+         w.user_name, w.command, (w.owner_started_at AT TIME ZONE 'UTC')::text, w.db_user
   FROM @schema@.waiters w, n
   WHERE (p_namespace IS NULL OR w.namespace = p_namespace)
     AND (p_prefix IS NULL OR w.resource = p_prefix
@@ -63,7 +65,7 @@ AS $$
   UNION ALL
   SELECT 'runs', c.namespace, c.resource, NULL::uuid, c.outcome, NULL::integer, c.count,
          NULL::integer, NULL, NULL, NULL, NULL::boolean, NULL, NULL, NULL::bigint, NULL, NULL,
-         NULL
+         NULL, NULL
   FROM @schema@.run_counts c
   WHERE (p_namespace IS NULL OR c.namespace = p_namespace)
     AND (p_prefix IS NULL OR c.resource = p_prefix

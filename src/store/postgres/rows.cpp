@@ -79,6 +79,8 @@ lock::OwnerInfo info_of(const json& row) {
   info.command = text_of(row.at("command"));
   if (row.contains("started"))
     info.started = instant_of(row.at("started"));
+  if (row.contains("db_user"))
+    info.db_user = text_of(row.at("db_user"));
   return info;
 }
 
@@ -292,6 +294,7 @@ enum StatusColumn {
   k_user,
   k_command,
   k_started,
+  k_db_user,
 };
 
 // Days from 1970-01-01 to a date of the proleptic Gregorian calendar
@@ -363,6 +366,7 @@ lock::OwnerInfo info_at(const RowView& row) {
   info.command = text_at(row, k_command);
   if (row.at(k_started))
     info.started = instant_at(row, k_started);
+  info.db_user = text_at(row, k_db_user);
   return info;
 }
 

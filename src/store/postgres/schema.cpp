@@ -27,6 +27,11 @@ constexpr std::string_view k_dropped_functions[] = {
     "try_acquire_general(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
     "bigint, text, text, timestamptz)",
     "release_general(text, text[], uuid)",
+    // Queue entries keep their owner's secret hash (migration 012).
+    "enqueue(text, text[], text, integer, uuid, bigint, text, text, text, bigint, text, text, "
+    "timestamptz, timestamptz)",
+    "queue_behind(text, text[], text[], uuid, bigint, text, text, text, bigint, text, text, "
+    "timestamptz, timestamptz)",
 };
 
 // Functions whose signature changed: the old one is dropped like those
@@ -43,7 +48,8 @@ const Replaced k_replaced_functions[] = {
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
       "text, text, timestamptz, boolean, text, text, bigint)",
-      "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)"}},
+      "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb, "
+      "text)"}},
     // --once-per (migration 009), the owner's secret and who asks (010).
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz, boolean)",
@@ -54,6 +60,15 @@ const Replaced k_replaced_functions[] = {
     {"release(text, text[], uuid)",
      {"release(text, text[], uuid, text, text, text, bigint[], boolean)"}},
     {"history(text, text, integer)", {"history(text, text, integer, text)"}},
+    // The owner's proof for every act in its name (migration 012).
+    {"leave_queue(text, text[], uuid, text)", {"leave_queue(text, text[], uuid, text, text)"}},
+    {"record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)",
+     {"record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb, "
+      "text)"}},
+    // Same arguments, a column more (db_user, 012): a function's result type
+    // changes only by dropping it, so it is dropped and re-granted each time
+    // the functions are applied.
+    {"status_rows(text, text, boolean)", {"status_rows(text, text, boolean)"}},
 };
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {

@@ -20,6 +20,7 @@
 #include "store/postgres/replication.hpp"
 #include "store/postgres/rows.hpp"
 #include "store/postgres/schema.hpp"
+#include "store/postgres/server_log.hpp"
 #include "util/random_seed.hpp"
 
 namespace clk::store {
@@ -153,6 +154,8 @@ class PostgresStore::Impl {
   std::vector<std::string> setup_warnings() {
     std::vector<std::string> warnings;
     if (auto warning = pg::asynchronous_standby_warning(m_conn))
+      warnings.push_back(std::move(*warning));
+    if (auto warning = pg::secrets_in_server_log_warning(m_conn))
       warnings.push_back(std::move(*warning));
     return warnings;
   }
@@ -403,13 +406,13 @@ void PostgresStore::record_missed_run(const LockRequest& request, EventKind kind
   }
   // Never retried: a record that did take effect must not be written twice.
   m_impl->patience(k_after_deadline_patience);
-  m_impl->call(
-      "recording a run that did not happen", "record_missed_run",
-      "$1, $2, $3::text[], $4::uuid, $5, $6, $7, $8, $9, $10, $11::jsonb",
-      {std::string(to_string(kind)), request.ns, text_array(request.resources), request.owner.str(),
-       std::string(lock::to_string(request.mode)), request.info.host, request.info.ip,
-       std::to_string(request.info.pid), request.info.user, request.info.command, way},
-      pg::Retry::never);
+  m_impl->call("recording a run that did not happen", "record_missed_run",
+               "$1, $2, $3::text[], $4::uuid, $5, $6, $7, $8, $9, $10, $11::jsonb, $12",
+               {std::string(to_string(kind)), request.ns, text_array(request.resources),
+                request.owner.str(), std::string(lock::to_string(request.mode)), request.info.host,
+                request.info.ip, std::to_string(request.info.pid), request.info.user,
+                request.info.command, way, request.secret},
+               pg::Retry::never);
 }
 
 void PostgresStore::leave_queue(const LockRequest& request) {
@@ -417,9 +420,10 @@ void PostgresStore::leave_queue(const LockRequest& request) {
   if (!request.request_id.empty())
     request_id = request.request_id;
   m_impl->patience(k_after_deadline_patience);
-  m_impl->call("leaving the queue", "leave_queue", "$1, $2::text[], $3::uuid, $4",
-               {request.ns, text_array(request.resources), request.owner.str(), request_id},
-               pg::Retry::if_broken);
+  m_impl->call(
+      "leaving the queue", "leave_queue", "$1, $2::text[], $3::uuid, $4, $5",
+      {request.ns, text_array(request.resources), request.owner.str(), request_id, request.secret},
+      pg::Retry::if_broken);
 }
 
 void PostgresStore::set_acquire_deadline(steady_clock::time_point deadline) {

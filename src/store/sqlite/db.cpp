@@ -355,6 +355,10 @@ Statement& Statement::bind(int index, std::optional<std::int64_t> value) {
   return value ? bind(index, *value) : bind_null(index);
 }
 
+Statement& Statement::bind_text_or_null(int index, const std::optional<std::string>& value) {
+  return value ? bind(index, *value) : bind_null(index);
+}
+
 Statement& Statement::bind_null(int index) {
   int rc = sqlite3_bind_null(m_stmt, index);
   if (rc != SQLITE_OK)

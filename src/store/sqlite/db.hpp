@@ -88,6 +88,9 @@ class Statement {
   Statement& bind(int index, std::int64_t value);
   Statement& bind(int index, std::string_view value);
   Statement& bind(int index, std::optional<std::int64_t> value);
+  // The text, or NULL for none (a name apart from bind(), which a
+  // std::string argument would otherwise find ambiguous).
+  Statement& bind_text_or_null(int index, const std::optional<std::string>& value);
   Statement& bind_null(int index);
 
   // Advances to the next row; false when done.

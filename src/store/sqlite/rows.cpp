@@ -37,7 +37,8 @@ LeaseRow read_lease(const Statement& row) {
   if (auto expires = row.optional_integer(9))
     out.lease.expires_at = instant_of(*expires);
   out.lease.info = {row.text(10), row.text(11), row.integer(12),
-                    row.text(13), row.text(14), instant_of(row.integer(15))};
+                    row.text(13), row.text(14), instant_of(row.integer(15)),
+                    row.text(17)};
   return out;
 }
 
@@ -47,7 +48,7 @@ WaiterRow read_waiter(const Statement& row) {
                     .resource = lock::Resource::parse(row.text(1)),
                     .owner = lock::OwnerId::trusted(row.text(2)),
                     .info = {row.text(7), row.text(8), row.integer(9), row.text(10), row.text(11),
-                             instant_of(row.integer(12))},
+                             instant_of(row.integer(12)), row.text(15)},
                     .mode = mode_of(row.text(3)),
                     .slots = static_cast<int>(row.integer(4)),
                     .position = row.integer(5),
@@ -65,20 +66,25 @@ RunCount read_run_count(const Statement& row) {
 }
 
 HistoryEvent read_history(const Statement& row) {
-  HistoryEvent event{
-      .id = row.integer(0),
-      .at = instant_of(row.integer(1)),
-      .kind = event_kind_of(row.text(2)).value_or(EventKind::acquired),
-      .ns = row.text(3),
-      .resource = lock::Resource::parse(row.text(4)),
-      .owner = lock::OwnerId::trusted(row.text(5)),
-      .info = {row.text(9), row.text(10), row.integer(11), row.text(12), row.text(13), {}},
-      .mode = mode_of(row.text(6)),
-      .token = row.integer(7),
-      .held_for = std::nullopt,
-      .by = row.text(14),
-      .in_the_way = std::nullopt,
-      .done_by = std::nullopt};
+  HistoryEvent event{.id = row.integer(0),
+                     .at = instant_of(row.integer(1)),
+                     .kind = event_kind_of(row.text(2)).value_or(EventKind::acquired),
+                     .ns = row.text(3),
+                     .resource = lock::Resource::parse(row.text(4)),
+                     .owner = lock::OwnerId::trusted(row.text(5)),
+                     .info = {row.text(9),
+                              row.text(10),
+                              row.integer(11),
+                              row.text(12),
+                              row.text(13),
+                              {},
+                              row.text(19)},
+                     .mode = mode_of(row.text(6)),
+                     .token = row.integer(7),
+                     .held_for = std::nullopt,
+                     .by = row.text(14),
+                     .in_the_way = std::nullopt,
+                     .done_by = std::nullopt};
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
   // A run whose period was done names that run where a busy one names the holder.

@@ -20,6 +20,7 @@
 #include "store/sqlite/db.hpp"
 #include "store/sqlite/rows.hpp"
 #include "util/filesystem_kind.hpp"
+#include "util/process_facts.hpp"
 #include "util/random_seed.hpp"
 #include "util/sha256.hpp"
 
@@ -135,7 +136,11 @@ class SqliteStore final : public Store {
   std::vector<lock::Lease> live_leases_dropping_expired(std::vector<LeaseRow> rows,
                                                         std::int64_t now);
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
-              std::optional<std::int64_t> held_ms, const std::string& by = "");
+              std::optional<std::int64_t> held_ms, const std::string& by = "",
+              const std::optional<std::string>& acquired_hash = std::nullopt);
+  void record_refused(const std::string& ns, const std::vector<lock::Resource>& resources,
+                      const lock::OwnerId& owner, const std::optional<lock::Mode>& mode,
+                      const lock::OwnerInfo& claimed, const std::string& by, std::int64_t at);
   void record_missed(const LockRequest& request, EventKind kind,
                      const std::optional<InTheWay>& in_the_way, std::int64_t at,
                      const std::optional<PeriodRun>& done_by = std::nullopt);
@@ -146,6 +151,9 @@ class SqliteStore final : public Store {
                         std::int64_t at);
   void remove_lease(const lock::Lease& lease);
   bool proves(const lock::Lease& lease, const std::string& secret);
+  bool proves_owner(const lock::OwnerId& owner, const std::string& secret);
+  bool held_once_by(const std::string& ns, const lock::Resource& resource,
+                    const lock::OwnerId& owner, const std::string& secret);
   std::int64_t next_token();
   void enqueue(const LockRequest& request, std::int64_t now,
                const std::vector<std::optional<WaiterRow>>& own_entries);
@@ -273,12 +281,16 @@ std::vector<lock::Lease> SqliteStore::live_leases_dropping_expired(std::vector<L
   return live;
 }
 
+// `acquired_hash`: an 'acquired' record keeps its lease's secret hash, so that
+// a renewal that finds the lease gone records 'lost' only for the owner
+// that held it (held_once_by()).
 void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t at,
-                         std::optional<std::int64_t> held_ms, const std::string& by) {
+                         std::optional<std::int64_t> held_ms, const std::string& by,
+                         const std::optional<std::string>& acquired_hash) {
   auto stmt = m_db.prepare(
       "INSERT INTO history (at, event, namespace, resource, owner, mode, token, held_ms, host, ip,"
-      " pid, user, command, by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-      "?14)");
+      " pid, user, command, by, secret_hash, db_user) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+      " ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   stmt.bind(1, at)
       .bind(2, to_string(kind))
       .bind(3, lease.ns)
@@ -292,8 +304,45 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
       .bind(11, lease.info.pid)
       .bind(12, lease.info.user)
       .bind(13, lease.info.command)
-      .bind(14, by);
+      .bind(14, by)
+      .bind_text_or_null(15, acquired_hash)
+      .bind(16, util::user_name());
   stmt.run();
+}
+
+// An act refused for want of the owner's secret (proves_owner()): one
+// 'refused' record per resource, with the owner's lease there if it has one
+// (its facts and token), else the facts the caller claims, and in `by`, who
+// asked; as record_refused() in sql/postgres/functions/10_util.sql.
+void SqliteStore::record_refused(const std::string& ns,
+                                 const std::vector<lock::Resource>& resources,
+                                 const lock::OwnerId& owner, const std::optional<lock::Mode>& mode,
+                                 const lock::OwnerInfo& claimed, const std::string& by,
+                                 std::int64_t at) {
+  auto stmt = m_db.prepare(
+      "INSERT INTO history (at, event, namespace, resource, owner, mode, token, host, ip, pid,"
+      " user, command, by, db_user)"
+      " SELECT ?1, 'refused', ?2, ?3, ?4, coalesce(l.mode, ?5), l.token, coalesce(l.host, ?6),"
+      "   coalesce(l.ip, ?7), coalesce(l.pid, ?8), coalesce(l.user, ?9), coalesce(l.command, ?10),"
+      "   ?11, ?12"
+      " FROM (SELECT 1) LEFT JOIN leases l"
+      "   ON l.namespace = ?2 AND l.resource = ?3 AND l.owner = ?4");
+  for (const auto& resource : resources) {
+    stmt.bind(1, at).bind(2, ns).bind(3, resource.str()).bind(4, owner.str());
+    if (mode)
+      stmt.bind(5, lock::to_string(*mode));
+    else
+      stmt.bind_null(5);
+    stmt.bind(6, claimed.host)
+        .bind(7, claimed.ip)
+        .bind(8, claimed.pid)
+        .bind(9, claimed.user)
+        .bind(10, claimed.command)
+        .bind(11, by)
+        .bind(12, util::user_name());
+    stmt.run();
+    stmt.reset();
+  }
 }
 
 // A run that did not happen: one record per resource of its request, with
@@ -304,8 +353,8 @@ void SqliteStore::record_missed(const LockRequest& request, EventKind kind,
                                 const std::optional<PeriodRun>& done_by) {
   auto stmt = m_db.prepare(
       "INSERT INTO history (at, event, namespace, resource, owner, mode, host, ip, pid, user,"
-      " command, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+      " command, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at,"
+      " db_user) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   for (const auto& resource : request.resources) {
     stmt.bind(1, at)
         .bind(2, to_string(kind))
@@ -317,7 +366,8 @@ void SqliteStore::record_missed(const LockRequest& request, EventKind kind,
         .bind(8, request.info.ip)
         .bind(9, request.info.pid)
         .bind(10, request.info.user)
-        .bind(11, request.info.command);
+        .bind(11, request.info.command)
+        .bind(16, util::user_name());
     if (done_by) {
       stmt.bind(12, done_by->owner.str())
           .bind(13, done_by->host)
@@ -372,9 +422,10 @@ void SqliteStore::record_lost_gone(const std::string& ns, const lock::Resource& 
                                    const lock::OwnerId& owner, std::optional<lock::Token> token,
                                    std::int64_t at) {
   auto stmt = m_db.prepare(
-      "INSERT INTO history (at, event, namespace, resource, owner, token)"
-      " VALUES (?1, 'lost', ?2, ?3, ?4, ?5)");
+      "INSERT INTO history (at, event, namespace, resource, owner, token, db_user)"
+      " VALUES (?1, 'lost', ?2, ?3, ?4, ?5, ?6)");
   stmt.bind(1, at).bind(2, ns).bind(3, resource.str()).bind(4, owner.str()).bind(5, token);
+  stmt.bind(6, util::user_name());
   stmt.run();
 }
 
@@ -389,6 +440,36 @@ bool SqliteStore::proves(const lock::Lease& lease, const std::string& secret) {
     stmt.bind(4, *hash);
   else
     stmt.bind_null(4);
+  return stmt.step() && stmt.integer(0) != 0;
+}
+
+// Whether `secret` proves that its caller is the owner id `owner`: no row of
+// the owner's, lease or queue entry (live, or expired and not yet
+// collected), keeps another hash. The proof belongs to the id, not to one
+// row: once an id holds or waits for anything, every act in its name needs
+// the secret. An id with no such row is free (a new owner, or rows from
+// before secrets), as before; as owner_refuses() on PostgreSQL.
+bool SqliteStore::proves_owner(const lock::OwnerId& owner, const std::string& secret) {
+  auto stmt = m_db.prepare(
+      "SELECT NOT EXISTS (SELECT 1 FROM leases WHERE owner = ?1 AND secret_hash IS NOT NULL"
+      "                     AND secret_hash IS NOT ?2)"
+      "   AND NOT EXISTS (SELECT 1 FROM waiters WHERE owner = ?1 AND secret_hash IS NOT NULL"
+      "                     AND secret_hash IS NOT ?2)");
+  stmt.bind(1, owner.str()).bind_text_or_null(2, secret_hash(secret));
+  return stmt.step() && stmt.integer(0) != 0;
+}
+
+// Whether history shows `owner`, proven by `secret`, acquiring the resource:
+// what a renewal that finds its lease gone needs before it records 'lost' in
+// that owner's name (a record from before secrets keeps no hash).
+bool SqliteStore::held_once_by(const std::string& ns, const lock::Resource& resource,
+                               const lock::OwnerId& owner, const std::string& secret) {
+  auto stmt = m_db.prepare(
+      "SELECT EXISTS (SELECT 1 FROM history WHERE namespace = ?1 AND resource = ?2"
+      "                 AND owner = ?3 AND event = 'acquired'"
+      "                 AND (secret_hash IS NULL OR secret_hash IS ?4))");
+  stmt.bind(1, ns).bind(2, resource.str()).bind(3, owner.str());
+  stmt.bind_text_or_null(4, secret_hash(secret));
   return stmt.step() && stmt.integer(0) != 0;
 }
 
@@ -425,8 +506,8 @@ void SqliteStore::enqueue(const LockRequest& request, std::int64_t now,
       drop_waiter(request.ns, resource, request.owner);
     auto stmt = m_db.prepare(
         "INSERT INTO waiters (namespace, resource, owner, mode, slots, request_id, enqueued_at,"
-        " expires_at, host, ip, pid, user, command, owner_started_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+        " expires_at, host, ip, pid, user, command, owner_started_at, secret_hash, db_user)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
         " ON CONFLICT (namespace, resource, owner) DO UPDATE SET expires_at = excluded.expires_at,"
         "   request_id = excluded.request_id, mode = excluded.mode, slots = excluded.slots");
     stmt.bind(1, request.ns)
@@ -442,7 +523,9 @@ void SqliteStore::enqueue(const LockRequest& request, std::int64_t now,
         .bind(11, request.info.pid)
         .bind(12, request.info.user)
         .bind(13, request.info.command)
-        .bind(14, sqlite::ms_of(request.info.started));
+        .bind(14, sqlite::ms_of(request.info.started))
+        .bind_text_or_null(15, secret_hash(request.secret))
+        .bind(16, util::user_name());
     stmt.run();
   }
 }
@@ -480,7 +563,7 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
     lease.expires_at = sqlite::instant_of(*expires);
   auto stmt = m_db.prepare("INSERT INTO leases (" CLOCK_LEASE_COLUMNS
                            ", secret_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9, ?10,"
-                           " ?11, ?12, ?13, ?14, ?15, ?16)");
+                           " ?11, ?12, ?13, ?14, ?15, ?17, ?16)");
   stmt.bind(1, request.ns)
       .bind(2, resource.str())
       .bind(3, request.owner.str())
@@ -495,13 +578,11 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
       .bind(12, request.info.user)
       .bind(13, request.info.command)
       .bind(14, sqlite::ms_of(request.info.started))
-      .bind(15, request.request_id);
-  if (auto hash = secret_hash(request.secret))
-    stmt.bind(16, *hash);
-  else
-    stmt.bind_null(16);
+      .bind(15, request.request_id)
+      .bind_text_or_null(16, secret_hash(request.secret))
+      .bind(17, util::user_name());
   stmt.run();
-  record(EventKind::acquired, lease, now, std::nullopt);
+  record(EventKind::acquired, lease, now, std::nullopt, "", secret_hash(request.secret));
   return {resource, lease.token, 1};
 }
 
@@ -529,6 +610,15 @@ Grant SqliteStore::reenter(const LockRequest& request, const LeaseRow& held, std
 Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   WriteTransaction tx(m_db);
   auto now = now_ms();
+  // The owner's proof first: an id bound to another secret is granted
+  // nothing, queued nowhere and keeps its queue entries.
+  if (!proves_owner(request.owner, request.secret)) {
+    record_refused(request.ns, request.resources, request.owner, request.mode, request.info,
+                   describe(caller_of(request)), now);
+    tx.commit();
+    throw refusal_error(Operation::acquire, {Refusal::not_proven, request.resources.front()},
+                        request.owner);
+  }
   Attempt attempt;
   std::vector<lock::Decision> decisions;
   std::vector<std::optional<LeaseRow>> own_leases;
@@ -756,16 +846,26 @@ bool SqliteStore::held_by_others(const std::string& ns, const lock::Resource& re
   return stmt.integer(0) != 0;
 }
 
+// Without the owner's proof, the entries stay and the attempt is recorded.
 void SqliteStore::leave_queue(const LockRequest& request) {
   WriteTransaction tx(m_db);
-  dequeue(request);
+  if (proves_owner(request.owner, request.secret))
+    dequeue(request);
+  else
+    record_refused(request.ns, request.resources, request.owner, std::nullopt, {}, "", now_ms());
   tx.commit();
 }
 
+// Without the owner's proof, the run is not recorded in its name: the
+// attempt is recorded as refused instead.
 void SqliteStore::record_missed_run(const LockRequest& request, EventKind kind,
                                     const std::optional<InTheWay>& in_the_way) {
   WriteTransaction tx(m_db);
-  record_missed(request, kind, in_the_way, now_ms());
+  if (proves_owner(request.owner, request.secret))
+    record_missed(request, kind, in_the_way, now_ms());
+  else
+    record_refused(request.ns, request.resources, request.owner, request.mode, request.info, "",
+                   now_ms());
   tx.commit();
 }
 
@@ -788,6 +888,15 @@ void SqliteStore::wait_for_change(steady_clock::time_point until) {
 void SqliteStore::renew(const RenewRequest& request) {
   WriteTransaction tx(m_db);
   auto now = now_ms();
+  // The owner's proof first: nothing is renewed, lost or removed in the name
+  // of an id whose secret the caller does not have.
+  if (!proves_owner(request.owner, request.secret)) {
+    record_refused(request.ns, request.resources, request.owner, std::nullopt, {},
+                   describe(request.caller), now);
+    tx.commit();
+    throw refusal_error(Operation::renew, {Refusal::not_proven, request.resources.front()},
+                        request.owner);
+  }
   std::vector<Refused> lost;
   auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
                            " FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
@@ -812,7 +921,8 @@ void SqliteStore::renew(const RenewRequest& request) {
       token = request.tokens[i];
     if (!row) {
       lost.push_back({Refusal::gone, resource});
-      record_lost_gone(request.ns, resource, request.owner, token, now);
+      if (held_once_by(request.ns, resource, request.owner, request.secret))
+        record_lost_gone(request.ns, resource, request.owner, token, now);
     } else if (!token_ok) {
       // Held under another token: recorded with the token the renewer had.
       lost.push_back({Refusal::other_token, resource});
@@ -881,7 +991,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   std::vector<Refused> failures;
   // Each lease comes with whether the secret proves its ownership, as
   // proves() would answer, from the same statement.
-  constexpr int k_proven_column = 17;  // after the CLOCK_LEASE_COLUMNS
+  constexpr int k_proven_column = 18;  // after the CLOCK_LEASE_COLUMNS
   struct Found {
     LeaseRow row;
     bool proven;
