@@ -34,7 +34,9 @@ void add_global_flags(CLI::App& app, cmd::Context& context) {
   app.add_option("--config", context.flags.config_file,
                  "Config file (default: $CLOCK_CONFIG, "
                  "~/.config/clock/clock.toml, /etc/clock/clock.toml); "
-                 "one whose database URL holds a password must be mode 0600");
+                 "one whose database URL holds a password must be mode 0600; one this "
+                 "user cannot read is an error (78) unless --database or "
+                 "$CLOCK_DATABASE_URL names the database");
   app.add_option("--database", context.flags.database_url,
                  "sqlite:/path/file.db, postgresql://… or 'host=… dbname=…' "
                  "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db); "
