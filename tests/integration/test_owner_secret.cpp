@@ -2,7 +2,7 @@
 // releasing and re-entering need the secret, which only CLOCK_OWNER (from
 // `acquire --format shell` or `clock run`) carries; a refused attempt is
 // recorded in history with who asked, and so is any release from outside the
-// holder's process tree.
+// holder's process tree. A stored command line never shows the secret.
 #include <unistd.h>
 
 #include <doctest/doctest.h>
@@ -147,5 +147,36 @@ TEST_SUITE("owner secret") {
         fs::permissions(entry.path(), fs::perms::all, fs::perm_options::replace);
     }
     intruder_cannot_take_the_lease(env, {}, Intruder{61003, "", {}}, 0);
+  }
+
+  TEST_CASE("an owner secret in a holder's command line is stored masked, the id kept") {
+    TestEnv env;
+    const std::string credential = random_owner();
+    const std::string secret = credential.substr(credential.find('.') + 1);
+    const std::string masked = id_of(credential) + ".****";
+    // A helper called as `step.sh "$CLOCK_OWNER"`: acquire records its
+    // parent's command line; run records the command it wraps.
+    REQUIRE_EXIT(
+        run(env.command({"sh", "-c", "\"$T_CLOCK\" acquire -r x; exit $?", "step.sh", credential}),
+            env.path("output")),
+        0);
+    REQUIRE_EXIT(env.clock({"run", "-r", "y", "--", "sh", "-c", ":", "step.sh", credential}), 0);
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(contains(holders[0]["command"].get<std::string>(), "step.sh " + masked));
+    Result status = env.clock({"status", "--format", "json"});
+    Result history = env.clock({"history", "--format", "json"});
+    CHECK_EXIT(history, 0);
+    for (const Result* shown : {&status, &history}) {
+      CHECK(contains(shown->out, masked));
+      CHECK_FALSE(contains(shown->out, secret));
+    }
+    auto events = json::parse(history.out)["events"];
+    int masked_events = 0;
+    for (const auto& event : events) {
+      if (contains(event["command"].get<std::string>(), "step.sh " + masked))
+        ++masked_events;
+    }
+    CHECK(masked_events >= 3);  // x acquired, y acquired and released
   }
 }
