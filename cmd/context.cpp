@@ -40,8 +40,8 @@ lock::OwnerCredential Context::owner_or_new() const {
 lock::OwnerCredential Context::required_owner(const std::string& command) const {
   if (!settings.owner) {
     throw Error(ExitCode::usage, "clock " + command +
-                                     " needs the owner: pass --owner ID.SECRET or set CLOCK_OWNER "
-                                     "('clock acquire --format shell' exports it)");
+                                     " needs the owner: set CLOCK_OWNER=ID.SECRET ('clock acquire "
+                                     "--format shell' exports it), or pass --owner");
   }
   return lock::OwnerCredential::parse(*settings.owner);
 }

@@ -3,6 +3,7 @@
 #include "config/settings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "error.hpp"
+#include "lock/owner.hpp"
 #include "lock/resource.hpp"
 #include "util/duration.hpp"
 #include "util/password.hpp"
@@ -396,8 +398,21 @@ Settings resolve(const Flags& flags, const Environment& env) {
 }
 
 void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag) {
-  if (owner_flag)
-    settings.owner = *owner_flag;
+  if (!owner_flag)
+    return;
+  // --owner ID names the owner whose ID.SECRET CLOCK_OWNER holds: the secret
+  // then stays out of argv, where any user of the host could read it.
+  if (settings.owner && owner_flag->find('.') == std::string::npos) {
+    auto id = lock::OwnerId::parse(*owner_flag).str();
+    const std::string& from_env = *settings.owner;
+    bool same = from_env.size() > id.size() && from_env[id.size()] == '.' &&
+                std::equal(id.begin(), id.end(), from_env.begin(), [](char a, char b) {
+                  return a == std::tolower(static_cast<unsigned char>(b));
+                });
+    if (same)
+      return;
+  }
+  settings.owner = *owner_flag;
 }
 
 }  // namespace clk::config

@@ -75,7 +75,9 @@ void apply_config_text(Settings& settings, std::string_view text,
 // Settings::warnings (SPEC §2).
 Settings resolve(const Flags& flags, const Environment& env);
 
-// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (SPEC §2).
+// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (SPEC §2),
+// except that --owner ID keeps CLOCK_OWNER's ID.SECRET when it holds the same
+// id (the secret stays out of argv). Throws clk::Error(usage) for a bad id.
 // --owner belongs to the subcommands that take it, so it is applied after
 // resolve(), when the subcommand runs.
 void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag);
