@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "store/open_store.hpp"
 #include "util/duration.hpp"
+#include "util/owner_secret.hpp"
 #include "util/password.hpp"
 #include "util/process_facts.hpp"
 
@@ -39,8 +40,8 @@ lock::OwnerCredential Context::owner_or_new() const {
 lock::OwnerCredential Context::required_owner(const std::string& command) const {
   if (!settings.owner) {
     throw Error(ExitCode::usage, "clock " + command +
-                                     " needs the owner: pass --owner ID.SECRET or set CLOCK_OWNER "
-                                     "('clock acquire --format shell' exports it)");
+                                     " needs the owner: set CLOCK_OWNER=ID.SECRET ('clock acquire "
+                                     "--format shell' exports it), or pass --owner");
   }
   return lock::OwnerCredential::parse(*settings.owner);
 }
@@ -90,19 +91,26 @@ std::vector<std::string> arguments_of(pid_t pid) {
   return args;
 }
 
+// What status and history show of a command line: its passwords and owner
+// secrets masked (a helper called as `step.sh "$CLOCK_OWNER"` holds one),
+// the owner id kept.
+std::string stored_command_line(const std::vector<std::string>& args) {
+  return util::mask_owner_secrets(util::mask_passwords(util::command_line(args)));
+}
+
 }  // namespace
 
 lock::OwnerInfo owner_info_for_run(const std::vector<std::string>& command) {
   auto info = base_info();
   info.pid = getpid();
-  info.command = util::mask_passwords(util::command_line(command));
+  info.command = stored_command_line(command);
   return info;
 }
 
 lock::OwnerInfo owner_info_for_caller() {
   auto info = base_info();
   info.pid = getppid();
-  info.command = util::mask_passwords(util::command_line(arguments_of(getppid())));
+  info.command = stored_command_line(arguments_of(getppid()));
   return info;
 }
 

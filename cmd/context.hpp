@@ -47,7 +47,8 @@ std::chrono::milliseconds duration_flag(const std::string& flag, const std::stri
 
 // Facts about the process that holds a lock: for `run` this process and the
 // wrapped command; for `acquire` the calling script (the parent process),
-// since clock itself exits at once. Passwords in the command line are masked.
+// since clock itself exits at once. Passwords and owner secrets in the
+// command line are masked.
 lock::OwnerInfo owner_info_for_run(const std::vector<std::string>& command);
 lock::OwnerInfo owner_info_for_caller();
 

@@ -17,7 +17,9 @@ void add_lock_flags(CLI::App& command, LockFlags& flags) {
       ->required()
       ->take_all();
   command.add_option("--owner", flags.owner,
-                     "Owner as ID.SECRET (default: $CLOCK_OWNER, else a new one)");
+                     "Owner ID (default: $CLOCK_OWNER, else a new one); its secret comes from "
+                     "CLOCK_OWNER=ID.SECRET, the preferred form. --owner ID.SECRET works too, "
+                     "but shows in ps until clock blanks it as it starts");
   command.add_option("--ttl", flags.ttl, "Lease time-to-live, e.g. 90s; 0 = never expires");
   auto* shared = command.add_flag("-s,--shared", flags.shared, "Shared lock");
   auto* exclusive = command.add_flag("-x,--exclusive", flags.exclusive, "Exclusive lock (default)");

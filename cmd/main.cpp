@@ -13,6 +13,7 @@
 #include "error.hpp"
 #include "output/logging.hpp"
 #include "util/file_size_signal.hpp"
+#include "util/owner_secret.hpp"
 #include "util/password.hpp"
 
 namespace {
@@ -34,7 +35,9 @@ void add_global_flags(CLI::App& app, cmd::Context& context) {
   app.add_option("--config", context.flags.config_file,
                  "Config file (default: $CLOCK_CONFIG, "
                  "~/.config/clock/clock.toml, /etc/clock/clock.toml); "
-                 "one whose database URL holds a password must be mode 0600");
+                 "one whose database URL holds a password must be mode 0600; one this "
+                 "user cannot read is an error (78) unless --database or "
+                 "$CLOCK_DATABASE_URL names the database");
   app.add_option("--database", context.flags.database_url,
                  "sqlite:/path/file.db, postgresql://… or 'host=… dbname=…' "
                  "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db); "
@@ -65,6 +68,21 @@ void hide_password_in_argv(int argc, char** argv, const cmd::Context& context) {
     for (const auto& span : util::password_spans(url, util::Words::until_keyword)) {
       for (std::size_t k = span.begin; k < span.end; ++k)
         argv[i][offset + k] = 'x';
+    }
+  }
+}
+
+// An owner secret given as --owner ID.SECRET shows in /proc/PID/cmdline,
+// which every user of the host can read (ps). Its shape names it without
+// parsing, so it is overwritten before anything else runs (parsing reads a
+// copy of argv): before the guard starts too, since a forked guard keeps a
+// copy of argv as it was. The wrapped command's words go as well: clock's
+// argv is only for ps; the command gets its own copy.
+void hide_owner_secrets_in_argv(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    for (const auto& span : util::owner_secret_spans(argv[i])) {
+      for (std::size_t k = span.begin; k < span.end; ++k)
+        argv[i][k] = 'x';
     }
   }
 }
@@ -125,6 +143,7 @@ int main(int argc, char** argv) {
   cmd::Context context;
   // Split off the wrapped command: CLI11 would parse its flags as ours.
   std::vector<std::string> args(argv + 1, argv + argc);
+  hide_owner_secrets_in_argv(argc, argv);
   auto dashes = std::find(args.begin(), args.end(), "--");
   bool has_command = dashes != args.end();
   if (has_command) {
@@ -136,6 +155,7 @@ int main(int argc, char** argv) {
   // Not while a password given on the command line is still in argv: the
   // guard's copy of argv would show it in ps for the whole run (main blanks
   // clock's own copy once it has parsed its flags). run forks it later then.
+  // Owner secrets are gone from argv already.
   bool password_in_argv = std::any_of(
       args.begin(), args.end(), [](const std::string& arg) { return util::has_password(arg); });
   if (only == "run" && !password_in_argv) {
@@ -163,9 +183,11 @@ int main(int argc, char** argv) {
       "79 lease lost, 124 out of time (clock run --max-runtime); clock run passes the "
       "command's status through; clock status "
       "exits 1 when nothing is held.\n"
-      "CLOCK_OWNER (or --owner) is ID.SECRET: the public owner id and the owner's secret, "
+      "CLOCK_OWNER is ID.SECRET: the public owner id and the owner's secret, "
       "which renew, release and re-entry need (77 without it); only 'clock acquire --format "
-      "shell' and clock run's child get it.\n"
+      "shell' and clock run's child get it. Keep the secret in CLOCK_OWNER: --owner ID "
+      "takes it from there; --owner ID.SECRET works, but shows in ps until clock blanks "
+      "it as it starts.\n"
       "See 'clock COMMAND --help' and man clock.");
   std::map<CLI::App*, cmd::Action> actions;
   auto add = [&](cmd::Action (*register_command)(CLI::App&), const char* name) {

@@ -18,7 +18,9 @@ Action register_release(CLI::App& app) {
       ->required()
       ->take_all();
   command->add_option("--owner", options->owner,
-                      "Owner as ID.SECRET (default: $CLOCK_OWNER); exit 77 without the secret");
+                      "Owner ID (default: $CLOCK_OWNER); its secret comes from "
+                      "CLOCK_OWNER=ID.SECRET, the preferred form (exit 77 without it). "
+                      "--owner ID.SECRET works too, but shows in ps until clock blanks it");
   command->add_flag("--force", options->force,
                     "Release whoever holds it (recorded in history as forced)");
   command->footer(

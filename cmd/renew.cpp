@@ -15,7 +15,9 @@ Action register_renew(CLI::App& app) {
       ->required()
       ->take_all();
   command->add_option("--owner", options->owner,
-                      "Owner as ID.SECRET (default: $CLOCK_OWNER); exit 77 without the secret");
+                      "Owner ID (default: $CLOCK_OWNER); its secret comes from "
+                      "CLOCK_OWNER=ID.SECRET, the preferred form (exit 77 without it). "
+                      "--owner ID.SECRET works too, but shows in ps until clock blanks it");
   command->add_option("--ttl", options->ttl, "New time-to-live from now (default: lock.ttl, 90s)");
   command->footer("Example:\n  clock renew -r ldap.import --ttl 10m");
   return [options](Context& context) {

@@ -3,6 +3,7 @@
 #include "config/settings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "error.hpp"
+#include "lock/owner.hpp"
 #include "lock/resource.hpp"
 #include "util/duration.hpp"
 #include "util/password.hpp"
@@ -314,12 +316,42 @@ std::optional<fs::path> locate_config_file(const Flags& flags, const Environment
   auto config_home = xdg_folder(env, "XDG_CONFIG_HOME").value_or(home(env) + "/.config");
   for (fs::path candidate :
        {fs::path(config_home) / "clock/clock.toml", fs::path("/etc/clock/clock.toml")}) {
+    // Not there (ENOENT, ENOTDIR) clears the error: the next is tried. A
+    // folder this user may not search (EACCES) leaves it unknown whether the
+    // file is there; it may be, and resolve() reads it or says why not.
     std::error_code error;
-    if (fs::exists(candidate, error))
+    if (fs::exists(candidate, error) || error)
       return candidate;
   }
   return std::nullopt;
 }
+
+namespace {
+
+// A config file that may be there but that this user cannot read, e.g. a
+// root-only /etc/clock/clock.toml holding the fleet's password. It may name
+// the shared database: going on with the local default would lock where no
+// other host looks, so it is an error, unless the database is named anyway.
+void skip_unreadable_file(Settings& settings, const fs::path& file, int error,
+                          bool database_named) {
+  struct stat info {};
+  bool folder = error == EACCES && ::stat(file.c_str(), &info) != 0;
+  std::string reason =
+      file.string() + ": " + std::strerror(error) + (folder ? " on a folder of its path" : "");
+  if (database_named) {
+    settings.warnings.push_back("skipping the config file " + reason +
+                                " (name one with --config or CLOCK_CONFIG)");
+    return;
+  }
+  throw Error(ExitCode::config,
+              "cannot read the config file " + reason +
+                  "; it may name the shared database, so clock does not fall back to a local "
+                  "one: make it readable to this user's group (chmod 640, with any password "
+                  "moved to ~/.pgpass: a file holding one must be 0600), name another with "
+                  "--config, or name the database with --database or CLOCK_DATABASE_URL");
+}
+
+}  // namespace
 
 Settings resolve(const Flags& flags, const Environment& env) {
   Settings settings;
@@ -327,13 +359,10 @@ Settings resolve(const Flags& flags, const Environment& env) {
     bool named = flags.config_file || lookup(env, "CLOCK_CONFIG");
     if (named || ::access(file->c_str(), R_OK) == 0) {
       apply_file(settings, *file);
-    } else {
-      // A fallback the user did not name (/etc, another user's XDG folder)
-      // that they may not read, e.g. a root-only file holding a password:
-      // the defaults, env and flags still make a working command.
-      settings.warnings.push_back("skipping the config file " + file->string() + ": " +
-                                  std::strerror(errno) +
-                                  " (name one with --config or CLOCK_CONFIG)");
+    } else if (int error = errno; error != ENOENT) {
+      // A fallback the user did not name (/etc, another user's XDG folder).
+      bool database_named = flags.database_url || lookup(env, "CLOCK_DATABASE_URL");
+      skip_unreadable_file(settings, *file, error, database_named);
     }
   }
 
@@ -369,8 +398,21 @@ Settings resolve(const Flags& flags, const Environment& env) {
 }
 
 void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag) {
-  if (owner_flag)
-    settings.owner = *owner_flag;
+  if (!owner_flag)
+    return;
+  // --owner ID names the owner whose ID.SECRET CLOCK_OWNER holds: the secret
+  // then stays out of argv, where any user of the host could read it.
+  if (settings.owner && owner_flag->find('.') == std::string::npos) {
+    auto id = lock::OwnerId::parse(*owner_flag).str();
+    const std::string& from_env = *settings.owner;
+    bool same = from_env.size() > id.size() && from_env[id.size()] == '.' &&
+                std::equal(id.begin(), id.end(), from_env.begin(), [](char a, char b) {
+                  return a == std::tolower(static_cast<unsigned char>(b));
+                });
+    if (same)
+      return;
+  }
+  settings.owner = *owner_flag;
 }
 
 }  // namespace clk::config

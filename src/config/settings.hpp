@@ -53,7 +53,8 @@ Environment process_environment();
 
 // The config file to read: --config, else $CLOCK_CONFIG (both must exist),
 // else the first of $XDG_CONFIG_HOME/clock/clock.toml (or ~/.config/…) and
-// /etc/clock/clock.toml that exists; none if no file is found. A relative
+// /etc/clock/clock.toml that exists, or may exist (a folder on its path
+// cannot be searched); none if no file is found. A relative
 // XDG_CONFIG_HOME is ignored, as the XDG spec says.
 std::optional<std::filesystem::path> locate_config_file(const Flags& flags, const Environment& env);
 
@@ -68,10 +69,15 @@ void apply_config_text(Settings& settings, std::string_view text,
 // otherwise clk::Error(config) names the file and its mode. Throws clk::Error(config) naming file,
 // line and key for an unreadable or invalid file, clk::Error(usage) for a bad flag value.
 // A fallback file the user did not name (--config, CLOCK_CONFIG) and may not
-// read is skipped with a line in Settings::warnings.
+// read is clk::Error(config) too, naming the file, the reason and the fix (it
+// may name the shared database); only when the database is named anyway
+// (--database, CLOCK_DATABASE_URL) is it skipped with a line in
+// Settings::warnings (SPEC §2).
 Settings resolve(const Flags& flags, const Environment& env);
 
-// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (SPEC §2).
+// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (SPEC §2),
+// except that --owner ID keeps CLOCK_OWNER's ID.SECRET when it holds the same
+// id (the secret stays out of argv). Throws clk::Error(usage) for a bad id.
 // --owner belongs to the subcommands that take it, so it is applied after
 // resolve(), when the subcommand runs.
 void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag);

@@ -2,7 +2,13 @@
 // releasing and re-entering need the secret, which only CLOCK_OWNER (from
 // `acquire --format shell` or `clock run`) carries; a refused attempt is
 // recorded in history with who asked, and so is any release from outside the
-// holder's process tree.
+// holder's process tree. The secret never sits where others can read it:
+// not in clock's /proc/PID/cmdline (nor its guard's), not in a stored
+// command line.
+#include <csignal>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
@@ -21,6 +27,72 @@ bool contains(const std::string& text, const std::string& part) {
 
 std::string secret_of(const Acquired& acquired) {
   return acquired.credential.substr(acquired.credential.find('.') + 1);
+}
+
+// What `ps` shows of a process: its arguments, NUL-separated.
+std::string proc_cmdline(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// The live children of `parent` (its guard, its command), from /proc/*/stat.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line))
+      continue;
+    auto close = line.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent)
+      children.push_back(static_cast<pid_t>(std::stol(line)));
+  }
+  return children;
+}
+
+// The command lines of `pid` and its children hold `id` (the public part
+// where it was given) but never `secret`.
+void check_no_secret_in_cmdlines(pid_t pid, const std::string& id, const std::string& secret) {
+  const std::string own = proc_cmdline(pid);
+  CHECK(contains(own, "--owner"));
+  CHECK(contains(own, id));
+  CHECK_FALSE(contains(own, secret));
+  auto children = children_of(pid);
+  CHECK(!children.empty());  // the guard at least
+  for (pid_t child : children) {
+    CAPTURE(child);
+    CAPTURE(proc_cmdline(child));
+    CHECK_FALSE(contains(proc_cmdline(child), secret));
+  }
+}
+
+// `clock run --owner CREDENTIAL` (or --owner=CREDENTIAL) with `binary`,
+// holding x until stopped: neither its command line nor its children's
+// show the secret while the command runs.
+void run_shows_no_secret(const TestEnv& env, const std::string& binary) {
+  for (bool inline_value : {false, true}) {
+    CAPTURE(inline_value);
+    const std::string credential = random_owner();
+    const std::string secret = credential.substr(credential.find('.') + 1);
+    std::vector<std::string> owner = {"--owner", credential};
+    if (inline_value)
+      owner = {"--owner=" + credential};
+    std::vector<std::string> argv = {binary, "run"};
+    argv.insert(argv.end(), owner.begin(), owner.end());
+    for (const char* arg : {"-r", "x", "--", "sleep", "30"})
+      argv.push_back(arg);
+    auto holder = env.spawn(env.command(argv));
+    REQUIRE(await([&] { return !env.holders_of("x").empty(); }, 30s, 20ms));
+    check_no_secret_in_cmdlines(holder->pid(), id_of(credential), secret);
+    holder->signal(SIGTERM);
+    holder->wait();
+  }
 }
 
 json events_of(const TestEnv& env, const std::vector<std::string>& args) {
@@ -148,5 +220,100 @@ TEST_SUITE("owner secret") {
         fs::permissions(entry.path(), fs::perms::all, fs::perm_options::replace);
     }
     intruder_cannot_take_the_lease(env, {}, Intruder{61003, "", {}}, 0);
+  }
+
+  TEST_CASE("an owner secret given with --owner is not in ps of clock run or its guard") {
+    TestEnv env;
+    run_shows_no_secret(env, TestEnv::clock_binary());
+  }
+
+  TEST_CASE("an owner secret given with --owner is not in ps of a forked guard either" *
+            only_on("sqlite")) {
+    TestEnv env;
+    // A copy of the binary alone in a folder finds no guard program: a fork
+    // of clock guards, with a copy of clock's memory (argv too) made when it
+    // forked.
+    fs::create_directory(env.path("alone"));
+    const fs::path alone = env.path("alone") / "clock";
+    fs::copy_file(TestEnv::clock_binary(), alone);
+    run_shows_no_secret(env, alone.string());
+  }
+
+  TEST_CASE("an owner secret given with --owner is not in ps of a waiting clock acquire") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "x"});
+    for (bool inline_value : {false, true}) {
+      CAPTURE(inline_value);
+      const std::string credential = random_owner();
+      const std::string secret = credential.substr(credential.find('.') + 1);
+      std::vector<std::string> args = {"acquire", "-w", "60s", "-r", "x"};
+      if (inline_value) {
+        args.push_back("--owner=" + credential);
+      } else {
+        args.push_back("--owner");
+        args.push_back(credential);
+      }
+      auto waiter = env.spawn(env.clock_command(args));
+      REQUIRE(
+          await([&] { return !env.status().value("waiters", json::array()).empty(); }, 30s, 20ms));
+      const std::string cmdline = proc_cmdline(waiter->pid());
+      CHECK(contains(cmdline, id_of(credential)));
+      CHECK_FALSE(contains(cmdline, secret));
+      waiter->signal(SIGTERM);
+      waiter->wait();
+      REQUIRE(await([&] { return env.status().value("waiters", json::array()).empty(); }, 30s));
+    }
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.credential}), 0);
+  }
+
+  TEST_CASE("--owner ID takes the secret from CLOCK_OWNER when it holds the same id") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "x"});
+    const std::map<std::string, std::string> with_secret = {{"CLOCK_OWNER", holder.credential}};
+    // Re-entry, renewal and release with the id alone on the command line.
+    CHECK(parse_acquired(
+              env.clock({"acquire", "-n", "-r", "x", "--owner", holder.owner, "--format", "json"},
+                        with_secret)
+                  .out)
+              .token() == holder.token());
+    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.owner}, with_secret), 0);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}, with_secret), 0);
+    // Another owner's secret proves nothing for this id: the id alone, 77.
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner},
+                         {{"CLOCK_OWNER", random_owner()}}),
+               77);
+    CHECK_EXIT(env.clock({"release", "-r", "x", "--owner", holder.owner}, with_secret), 0);
+    CHECK(env.holders_of("x").empty());
+  }
+
+  TEST_CASE("an owner secret in a holder's command line is stored masked, the id kept") {
+    TestEnv env;
+    const std::string credential = random_owner();
+    const std::string secret = credential.substr(credential.find('.') + 1);
+    const std::string masked = id_of(credential) + ".****";
+    // A helper called as `step.sh "$CLOCK_OWNER"`: acquire records its
+    // parent's command line; run records the command it wraps.
+    REQUIRE_EXIT(
+        run(env.command({"sh", "-c", "\"$T_CLOCK\" acquire -r x; exit $?", "step.sh", credential}),
+            env.path("output")),
+        0);
+    REQUIRE_EXIT(env.clock({"run", "-r", "y", "--", "sh", "-c", ":", "step.sh", credential}), 0);
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    CHECK(contains(holders[0]["command"].get<std::string>(), "step.sh " + masked));
+    Result status = env.clock({"status", "--format", "json"});
+    Result history = env.clock({"history", "--format", "json"});
+    CHECK_EXIT(history, 0);
+    for (const Result* shown : {&status, &history}) {
+      CHECK(contains(shown->out, masked));
+      CHECK_FALSE(contains(shown->out, secret));
+    }
+    auto events = json::parse(history.out)["events"];
+    int masked_events = 0;
+    for (const auto& event : events) {
+      if (contains(event["command"].get<std::string>(), "step.sh " + masked))
+        ++masked_events;
+    }
+    CHECK(masked_events >= 3);  // x acquired, y acquired and released
   }
 }

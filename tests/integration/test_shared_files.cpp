@@ -57,6 +57,59 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Root's config file, 0600 as clock demands when it holds a password, in
+// the test's XDG_CONFIG_HOME; `folder_mode` is the mode of the clock/
+// folder that holds it. k_alice may write her default database's folder,
+// as a user may in her own home.
+fs::path root_only_config(const TestEnv& env, unsigned folder_mode) {
+  fs::create_directories(env.path("xdg-config/clock"));
+  const fs::path config = env.path("xdg-config/clock/clock.toml");
+  write_file(config, "database = \"postgresql://clock:secret@db.invalid/clock\"\n");
+  REQUIRE(::chmod(config.c_str(), 0600) == 0);
+  REQUIRE(::chmod(env.path("xdg-config").c_str(), 0755) == 0);
+  REQUIRE(::chmod(env.path("xdg-config/clock").c_str(), folder_mode) == 0);
+  for (const char* folder : {"own", "xdg-state"}) {
+    fs::create_directories(env.path(folder));
+    REQUIRE(::chown(env.path(folder).c_str(), k_alice, k_group) == 0);
+  }
+  return config;
+}
+
+// The file may name the shared database: going on with the local default
+// would lock where no other host looks (issue 27, row 7).
+void unreadable_config_is_an_error(const TestEnv& env, const fs::path& config) {
+  const std::string own_db = "sqlite:" + env.path("own/clock.db").string();
+  const std::map<std::string, std::string> no_database = {{"CLOCK_DATABASE_URL", k_unset}};
+  for (const char* command : {"run -r job -- true", "acquire -n -r job", "status"}) {
+    CAPTURE(command);
+    Result refused =
+        shell_as(env, k_alice, std::string("exec \"$T_CLOCK\" ") + command, no_database);
+    CHECK_EXIT(refused, 78);
+    REQUIRE(refused.err_lines().size() == 1);
+    const std::string line = refused.err_lines()[0];
+    CHECK(contains(line, "cannot read the config file " + config.string() + ": "));
+    CHECK(contains(line, "Permission denied"));
+    CHECK(contains(line, "readable"));
+    CHECK(contains(line, "--config"));
+    CHECK(contains(line, "CLOCK_DATABASE_URL"));
+    CHECK_FALSE(contains(line, "secret"));
+  }
+  CHECK_FALSE(fs::exists(env.path("xdg-state/clock")));
+
+  // A database named on the command line or in the environment: the
+  // warning, and the job runs.
+  Result by_flag = shell_as(
+      env, k_alice, "exec \"$T_CLOCK\" --database " + own_db + " run -r job -- true", no_database);
+  Result by_env = shell_as(env, k_alice, "exec \"$T_CLOCK\" run -r job -- true",
+                           {{"CLOCK_DATABASE_URL", own_db}});
+  for (const Result* named : {&by_flag, &by_env}) {
+    CHECK_EXIT(*named, 0);
+    REQUIRE(named->err_lines().size() == 1);
+    CHECK(contains(named->err_lines()[0], "skipping the config file " + config.string()));
+    CHECK(contains(named->err_lines()[0], "Permission denied"));
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("shared files") {
@@ -144,8 +197,8 @@ TEST_SUITE("shared files") {
   }
 
   TEST_CASE(
-      "a fallback config file the user may not read is skipped with a warning; a named "
-      "one exits 78" *
+      "a fallback config file the user may not read is skipped with a warning when the "
+      "database is named; a named config file exits 78" *
       as_root()) {
     TestEnv env;
     // Root's own file, 0600 as clock demands when it holds a password.
@@ -182,5 +235,35 @@ TEST_SUITE("shared files") {
         shell_as(env, k_alice, "exec \"$T_CLOCK\" --database " + own_db + " run -r job -- true",
                  {{"CLOCK_CONFIG", config.string()}}),
         78);
+  }
+
+  TEST_CASE(
+      "an unreadable fallback config file exits 78 naming it and the fix, unless the "
+      "database is named" *
+      sqlite_as_root()) {
+    TestEnv env;
+    unreadable_config_is_an_error(env, root_only_config(env, 0755));
+  }
+
+  TEST_CASE(
+      "a config folder that cannot be searched exits 78 naming the file, unless the "
+      "database is named" *
+      sqlite_as_root()) {
+    TestEnv env;
+    // Whether clock.toml is there cannot be told: it may be.
+    unreadable_config_is_an_error(env, root_only_config(env, 0700));
+  }
+
+  TEST_CASE("a config folder without the file still falls through to the default" *
+            sqlite_as_root()) {
+    TestEnv env;
+    fs::create_directories(env.path("xdg-config/clock"));
+    REQUIRE(::chmod(env.path("xdg-config").c_str(), 0755) == 0);
+    fs::create_directories(env.path("xdg-state"));
+    REQUIRE(::chown(env.path("xdg-state").c_str(), k_alice, k_group) == 0);
+    Result result = shell_as(env, k_alice, "exec \"$T_CLOCK\" run -r job -- true",
+                             {{"CLOCK_DATABASE_URL", k_unset}});
+    CHECK_EXIT(result, 0);
+    CHECK(result.err.empty());
   }
 }

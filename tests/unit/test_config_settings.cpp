@@ -211,6 +211,36 @@ TEST_SUITE("config::settings") {
     CHECK(*s.owner == "00000000-0000-4000-8000-0000000000f1");
   }
 
+  TEST_CASE("--owner ID keeps CLOCK_OWNER's secret for the same id, and only for it") {
+    TempDir dir;
+    Environment env = dir.environment();
+    const std::string id = "00000000-0000-4000-8000-0000000000e1";
+    const std::string secret = "00112233445566778899aabbccddeeff";
+    env["CLOCK_OWNER"] = id + "." + secret;
+    Settings s = resolve(reading(dir.write("clock.toml", "")), env);
+    clk::config::apply_owner_flag(s, id);
+    CHECK(*s.owner == id + "." + secret);
+    // The id in either case names the same owner.
+    s = resolve(reading(dir.write("clock.toml", "")), env);
+    clk::config::apply_owner_flag(s, std::string("00000000-0000-4000-8000-0000000000E1"));
+    CHECK(*s.owner == id + "." + secret);
+    // Another id, or a secret of its own, is the flag's alone.
+    s = resolve(reading(dir.write("clock.toml", "")), env);
+    clk::config::apply_owner_flag(s, std::string("00000000-0000-4000-8000-0000000000f1"));
+    CHECK(*s.owner == "00000000-0000-4000-8000-0000000000f1");
+    s = resolve(reading(dir.write("clock.toml", "")), env);
+    clk::config::apply_owner_flag(s, id + ".ffffffffffffffffffffffffffffffff");
+    CHECK(*s.owner == id + ".ffffffffffffffffffffffffffffffff");
+    // A bad id is a usage error, whatever CLOCK_OWNER holds.
+    s = resolve(reading(dir.write("clock.toml", "")), env);
+    try {
+      clk::config::apply_owner_flag(s, std::string("not-an-id"));
+      FAIL("no error");
+    } catch (const Error& error) {
+      CHECK(error.code() == ExitCode::usage);
+    }
+  }
+
   TEST_CASE("the default TTL is the one the requests carry") {
     TempDir dir;
     Settings s = resolve(reading(dir.write("clock.toml", "")), dir.environment());
