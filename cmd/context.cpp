@@ -69,7 +69,8 @@ lock::OwnerInfo base_info() {
           .pid = 0,
           .user = util::user_name(),
           .command = "",
-          .started = std::chrono::system_clock::now()};
+          .started = std::chrono::system_clock::now(),
+          .db_user = ""};  // the store's to fill in when it reads
 }
 
 // /proc/PID/cmdline holds the arguments separated by NULs.
