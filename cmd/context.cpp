@@ -21,7 +21,8 @@ std::unique_ptr<store::Store> Context::open_store() const {
                             .pg_schema = settings.pg_schema,
                             .connect_timeout = settings.connect_timeout,
                             .allow_network_filesystem = settings.allow_network_filesystem,
-                            .watch_lease = settings.watch_lease});
+                            .watch_lease = settings.watch_lease,
+                            .private_default = settings.database_is_default});
 }
 
 lock::OwnerCredential Context::owner_or_new() const {

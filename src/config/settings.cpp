@@ -363,8 +363,10 @@ Settings resolve(const Flags& flags, const Environment& env) {
   }
 
   check_log_level(settings.log_level);
-  if (settings.database_url.empty())
+  if (settings.database_url.empty()) {
     settings.database_url = default_database_url(env);
+    settings.database_is_default = true;
+  }
   return settings;
 }
 
