@@ -14,6 +14,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/file_trust.hpp"
 #include "error.hpp"
 #include "lock/resource.hpp"
 #include "util/duration.hpp"
@@ -326,6 +327,8 @@ Settings resolve(const Flags& flags, const Environment& env) {
   if (auto file = locate_config_file(flags, env)) {
     bool named = flags.config_file || lookup(env, "CLOCK_CONFIG");
     if (named || ::access(file->c_str(), R_OK) == 0) {
+      if (!named)
+        check_config_file_ownership(*file);
       apply_file(settings, *file);
     } else {
       // A fallback the user did not name (/etc, another user's XDG folder)
