@@ -6,6 +6,8 @@
 #include <iterator>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include "error.hpp"
 #include "store/open_store.hpp"
 #include "util/duration.hpp"
@@ -20,7 +22,8 @@ std::unique_ptr<store::Store> Context::open_store() const {
                             .pg_schema = settings.pg_schema,
                             .connect_timeout = settings.connect_timeout,
                             .allow_network_filesystem = settings.allow_network_filesystem,
-                            .watch_lease = settings.watch_lease});
+                            .watch_lease = settings.watch_lease,
+                            .private_default = settings.database_is_default});
 }
 
 lock::OwnerCredential Context::owner_or_new() const {
@@ -59,6 +62,34 @@ std::chrono::milliseconds duration_flag(const std::string& flag, const std::stri
     return *parsed;
   throw Error(ExitCode::usage, "invalid duration '" + value + "' for " + flag +
                                    ": use 250ms, 90s, 5m, 2h, 1d or plain seconds");
+}
+
+std::chrono::milliseconds lease_ttl(const Context& context,
+                                    const std::optional<std::string>& flag) {
+  auto ttl = flag ? duration_flag("--ttl", *flag) : context.settings.ttl;
+  const std::string shown = util::format_duration(ttl);
+  if (ttl > lock::k_max_ttl) {
+    const std::string cap = util::format_duration(lock::k_max_ttl);
+    if (flag) {
+      throw Error(ExitCode::usage, "--ttl " + *flag + " is longer than the maximum lease, " + cap +
+                                       ": use a shorter TTL (clock run renews it), or --ttl 0 "
+                                       "for a lease that never expires");
+    }
+    throw Error(ExitCode::config, context.settings.config_file.string() + ": lock.ttl: " + shown +
+                                      " is longer than the maximum lease, " + cap +
+                                      ": use a shorter TTL, or 0 for no expiry");
+  }
+  if (ttl.count() == 0) {
+    spdlog::warn(
+        "--ttl 0: the lease never expires; if this process dies, the lock stays held "
+        "until 'clock release --force'");
+  } else if (ttl > lock::k_long_ttl) {
+    spdlog::warn(
+        "--ttl {}: if this process dies, the lock stays held for up to {} unless "
+        "'clock release --force'",
+        shown, shown);
+  }
+  return ttl;
 }
 
 namespace {

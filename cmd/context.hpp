@@ -45,6 +45,11 @@ using Action = std::function<int(Context&)>;
 // Parses a duration flag value; throws clk::Error(usage) naming the flag.
 std::chrono::milliseconds duration_flag(const std::string& flag, const std::string& value);
 
+// The lease TTL of --ttl `flag`, else the config's lock.ttl (built-in 90s).
+// Past lock::k_max_ttl it throws usage for the flag, config for the file's
+// value, naming the cap; 0 (no expiry) and past lock::k_long_ttl warn.
+std::chrono::milliseconds lease_ttl(const Context& context, const std::optional<std::string>& flag);
+
 // Facts about the process that holds a lock: for `run` this process and the
 // wrapped command; for `acquire` the calling script (the parent process),
 // since clock itself exits at once. Passwords and owner secrets in the

@@ -13,14 +13,19 @@ namespace clk::cmd {
 
 void add_lock_flags(CLI::App& command, LockFlags& flags) {
   command
-      .add_option("-r,--resource", flags.resources, "Resource to lock (repeatable: all or none)")
+      .add_option("-r,--resource", flags.resources,
+                  "Resource to lock (repeatable, up to " +
+                      std::to_string(lock::k_max_resources_per_call) + ": all or none)")
       ->required()
       ->take_all();
   command.add_option("--owner", flags.owner,
                      "Owner ID (default: $CLOCK_OWNER, else a new one); its secret comes from "
                      "CLOCK_OWNER=ID.SECRET, the preferred form. --owner ID.SECRET works too, "
                      "but shows in ps until clock blanks it as it starts");
-  command.add_option("--ttl", flags.ttl, "Lease time-to-live, e.g. 90s; 0 = never expires");
+  command.add_option("--ttl", flags.ttl,
+                     "Lease time-to-live, e.g. 90s; at most " +
+                         util::format_duration(lock::k_max_ttl) + " (a warning past " +
+                         util::format_duration(lock::k_long_ttl) + "); 0 = never expires");
   auto* shared = command.add_flag("-s,--shared", flags.shared, "Shared lock");
   auto* exclusive = command.add_flag("-x,--exclusive", flags.exclusive, "Exclusive lock (default)");
   shared->excludes(exclusive);
@@ -52,17 +57,12 @@ LockPlan plan_lock(Context& context, const LockFlags& flags, lock::OwnerInfo inf
   request.owner = plan.owner.id;
   request.secret = plan.owner.secret;
   request.info = std::move(info);
-  request.ttl = flags.ttl ? duration_flag("--ttl", *flags.ttl) : context.settings.ttl;
+  request.ttl = lease_ttl(context, flags.ttl);
   request.request_id = util::random_uuid();
   if (request.slots > 0 && request.mode == lock::Mode::shared) {
     throw Error(ExitCode::usage,
                 "--slots and --shared do not combine: semaphore holders count "
                 "as exclusive toward related resources");
-  }
-  if (request.ttl.count() == 0) {
-    spdlog::warn(
-        "--ttl 0: the lease never expires; if this process dies, the lock stays held "
-        "until 'clock release --force'");
   }
   plan.policy.nonblock = flags.nonblock;
   if (flags.wait)

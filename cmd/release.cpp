@@ -14,7 +14,10 @@ Action register_release(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* command = app.add_subcommand("release", "Release lock(s) held by the owner");
-  command->add_option("-r,--resource", options->resources, "Resource to release (repeatable)")
+  command
+      ->add_option("-r,--resource", options->resources,
+                   "Resource to release (repeatable, up to " +
+                       std::to_string(lock::k_max_resources_per_call) + ")")
       ->required()
       ->take_all();
   command->add_option("--owner", options->owner,

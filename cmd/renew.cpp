@@ -1,5 +1,6 @@
 // clock renew: extend a held lease by another TTL.
 #include "cmd/commands.hpp"
+#include "util/duration.hpp"
 
 namespace clk::cmd {
 
@@ -11,14 +12,19 @@ Action register_renew(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   auto* command = app.add_subcommand("renew", "Extend a held lease (exit 77 if it was lost)");
-  command->add_option("-r,--resource", options->resources, "Resource to renew (repeatable)")
+  command
+      ->add_option("-r,--resource", options->resources,
+                   "Resource to renew (repeatable, up to " +
+                       std::to_string(lock::k_max_resources_per_call) + ")")
       ->required()
       ->take_all();
   command->add_option("--owner", options->owner,
                       "Owner ID (default: $CLOCK_OWNER); its secret comes from "
                       "CLOCK_OWNER=ID.SECRET, the preferred form (exit 77 without it). "
                       "--owner ID.SECRET works too, but shows in ps until clock blanks it");
-  command->add_option("--ttl", options->ttl, "New time-to-live from now (default: lock.ttl, 90s)");
+  command->add_option("--ttl", options->ttl,
+                      "New time-to-live from now, at most " +
+                          util::format_duration(lock::k_max_ttl) + " (default: lock.ttl, 90s)");
   command->footer("Example:\n  clock renew -r ldap.import --ttl 10m");
   return [options](Context& context) {
     config::apply_owner_flag(context.settings, options->owner);
@@ -29,7 +35,7 @@ Action register_renew(CLI::App& app) {
     request.owner = owner.id;
     request.secret = owner.secret;
     request.caller = this_caller();
-    request.ttl = options->ttl ? duration_flag("--ttl", *options->ttl) : context.settings.ttl;
+    request.ttl = lease_ttl(context, options->ttl);
     context.open_store()->renew(request);
     return 0;
   };

@@ -15,6 +15,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/file_trust.hpp"
 #include "error.hpp"
 #include "lock/owner.hpp"
 #include "lock/resource.hpp"
@@ -358,6 +359,8 @@ Settings resolve(const Flags& flags, const Environment& env) {
   if (auto file = locate_config_file(flags, env)) {
     bool named = flags.config_file || lookup(env, "CLOCK_CONFIG");
     if (named || ::access(file->c_str(), R_OK) == 0) {
+      if (!named)
+        check_config_file_ownership(*file);
       apply_file(settings, *file);
     } else if (int error = errno; error != ENOENT) {
       // A fallback the user did not name (/etc, another user's XDG folder).
@@ -392,8 +395,10 @@ Settings resolve(const Flags& flags, const Environment& env) {
   }
 
   check_log_level(settings.log_level);
-  if (settings.database_url.empty())
+  if (settings.database_url.empty()) {
     settings.database_url = default_database_url(env);
+    settings.database_is_default = true;
+  }
   return settings;
 }
 

@@ -20,6 +20,7 @@ enum class LogFormat { text, json };
 
 struct Settings {
   std::string database_url;          // empty means the default SQLite file
+  bool database_is_default = false;  // database_url is default_database_url(): nobody named it
   std::string ns;                    // "" is the global namespace
   bool ns_given = false;             // set by flag, env or file (status filters on it)
   std::optional<std::string> owner;  // CLOCK_OWNER / --owner

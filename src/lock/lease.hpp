@@ -21,6 +21,16 @@ using Instant = std::chrono::system_clock::time_point;
 // dead holder's lock frees within minutes.
 inline constexpr std::chrono::milliseconds k_default_ttl{90'000};
 
+// The longest TTL a lease may ask for. A lease that outlives its holder blocks
+// everyone until 'clock release --force', and an expiry far enough away
+// (--ttl 2920000d) lands past year 9999, which no timestamp type reads back:
+// a month covers any job clock run renews and any hand-held maintenance lock;
+// longer is `--ttl 0` (no expiry), which says so.
+inline constexpr std::chrono::milliseconds k_max_ttl = std::chrono::days(30);
+
+// Past this TTL a holder that dies keeps the lock for long: warned, as 0 is.
+inline constexpr std::chrono::milliseconds k_long_ttl = std::chrono::days(1);
+
 struct Lease {
   std::string ns;
   Resource resource;

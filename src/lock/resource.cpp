@@ -94,6 +94,12 @@ std::vector<std::string> Resource::ancestors() const {
 }
 
 std::vector<Resource> canonical_resources(const std::vector<std::string>& names) {
+  if (names.size() > k_max_resources_per_call) {
+    throw Error(ExitCode::usage, std::to_string(names.size()) + " resources in one call: at most " +
+                                     std::to_string(k_max_resources_per_call) +
+                                     " (lock a common ancestor instead, e.g. 'batch' for "
+                                     "'batch.1' and 'batch.2')");
+  }
   std::vector<Resource> out;
   out.reserve(names.size());
   for (const auto& name : names)

@@ -39,8 +39,15 @@ class Resource {
   std::string m_name;
 };
 
+// The most resources one call may name. Each is a row in every table a grant,
+// renewal or release touches (and one run_counts row for good), so an
+// unbounded list lets one caller slow every `status`; a job that needs more
+// locks than this takes their common ancestor instead.
+inline constexpr std::size_t k_max_resources_per_call = 64;
+
 // Parses each name, sorts them into the canonical order in which all locks are
-// taken, and removes duplicates. Throws clk::Error(usage) on a bad name.
+// taken, and removes duplicates. Throws clk::Error(usage) on a bad name or on
+// more than k_max_resources_per_call names.
 std::vector<Resource> canonical_resources(const std::vector<std::string>& names);
 
 // Joins names with `separator` ("a,b").

@@ -84,8 +84,10 @@ std::string mode_cell(lock::Mode mode, int slots) {
 
 std::string render_prometheus(const store::Snapshot& snapshot);  // below
 
+// The namespace is stored text like host and command: a direct SQL call can
+// store one that --namespace would refuse (ESC, a newline), shown, never obeyed.
 std::string resource_cell(const std::string& ns, const lock::Resource& resource) {
-  return ns.empty() ? resource.str() : ns + ":" + resource.str();
+  return ns.empty() ? resource.str() : escape_for_terminal(ns) + ":" + resource.str();
 }
 
 // Each waiter's place in line for its own resource, 1 first (the waiters

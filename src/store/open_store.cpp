@@ -2,7 +2,9 @@
 #include "store/open_store.hpp"
 
 #include "error.hpp"
+#include "store/database_url.hpp"
 #include "store/postgres_loader.hpp"
+#include "store/sqlite/file_trust.hpp"
 #include "store/sqlite/store.hpp"
 
 namespace clk::store {
@@ -10,6 +12,7 @@ namespace clk::store {
 std::unique_ptr<Store> open_store(const StoreOptions& options) {
   switch (backend_of(options.url)) {
     case Backend::sqlite:
+      sqlite::prepare_database_file(sqlite_path_of(options.url), options.private_default);
       return make_sqlite_store(options);
     case Backend::postgres:
       return open_postgres_store(options);

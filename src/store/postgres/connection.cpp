@@ -250,13 +250,20 @@ Connection::Session& Connection::session() {
     return *m_session;
   } catch (const std::exception& e) {
     std::string reason = one_line(e.what());
-    if (contains_any(reason, {"invalid connection option", "URI", "missing \"=\"",
+    // A value libpq refuses before it connects (sslmode=bogus, an unknown
+    // service, target_session_attrs=x, a bad port): no retry can help. What
+    // it quotes is the value of the option it names, never a password.
+    const bool bad_value = contains_any(
+        reason, {"value: \"", "definition of service", "service file", "invalid port number",
+                 "could not match", "protocol version range", "SSL support is not compiled in"});
+    if (bad_value ||
+        contains_any(reason, {"invalid connection option", "URI", "missing \"=\"",
                               "unterminated quoted", "percent-encoded", "invalid integer value",
                               "invalid value for", "unexpected spaces"})) {
       // libpq quotes the offending piece of a malformed string, which may be
       // part of a password ('missing "=" after "…"' for password=my secret):
-      // hidden, but for an unknown option's name, which is worth showing.
-      if (!contains_any(reason, {"invalid connection option"}))
+      // hidden, but for an unknown option's name or a refused value.
+      if (!bad_value && !contains_any(reason, {"invalid connection option"}))
         reason = without_quotes(reason);
       throw Error(ExitCode::config, "invalid PostgreSQL database URL '" +
                                         util::mask_passwords(m_url, util::Words::until_keyword) +

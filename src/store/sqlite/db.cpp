@@ -1,14 +1,19 @@
 // SQLite connection, statements, transactions and error translation.
 #include "store/sqlite/db.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include <sqlite3.h>
 
@@ -95,14 +100,17 @@ constexpr int k_wal_checkpoint_pages = 200;
 constexpr int k_idle_checkpoint_pages = 60;
 
 // SQLite creates a new database 0644 whatever the umask, so two users of one
-// group cannot share it in a setgid folder. Create it as flock(1) and touch(1)
-// do, 0666 & ~umask; SQLite's unix VFS gives the -wal and -shm files the
-// database file's mode (and owner, when root creates them), so they follow.
-// A file that exists, or a folder we cannot write, is left to sqlite3_open.
+// group cannot share it in a setgid folder, and anyone may read it and lock
+// its -shm. Create it 0660 & ~umask: the group as the umask says, others
+// never (a reader of the -shm can stall every writer); SQLite's unix VFS
+// gives the -wal and -shm files the database file's mode (and owner, when
+// root creates them), so they follow. The per-user default was created 0600
+// before (file_trust.cpp). A file that exists, or a folder we cannot write,
+// is left to sqlite3_open.
 // Returns whether the file is empty (new): SQLite then creates the database
 // in it with the page size set before its first write.
 bool create_shareable(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0660);
   if (fd >= 0) {
     ::close(fd);
     return true;
@@ -129,6 +137,52 @@ std::optional<std::string> unusable_companion(const std::string& path) {
       return companion;
   }
   return std::nullopt;
+}
+
+// The pids of other processes that hold a POSIX lock on `file`, from
+// /proc/locks (reading it takes no lock; opening the file would, and closing
+// it would drop this process's own SQLite locks on it).
+std::vector<std::string> lock_holders(const std::string& file) {
+  struct stat info {};
+  std::vector<std::string> pids;
+  if (::stat(file.c_str(), &info) != 0)
+    return pids;
+  char inode[32];
+  std::snprintf(inode, sizeof inode, ":%lu", static_cast<unsigned long>(info.st_ino));
+  std::ifstream locks("/proc/locks");
+  const std::string self = std::to_string(::getpid());
+  for (std::string line; std::getline(locks, line);) {
+    std::istringstream fields(line);
+    std::string number, kind, advisory, access, pid, where;
+    fields >> number >> kind;
+    if (kind == "->")  // a waiter on the lock of the line before
+      fields >> kind;
+    fields >> advisory >> access >> pid >> where;
+    if (kind != "POSIX" || pid == self || !where.ends_with(inode))
+      continue;
+    if (std::find(pids.begin(), pids.end(), pid) == pids.end())
+      pids.push_back(pid);
+  }
+  return pids;
+}
+
+// SQLITE_PROTOCOL: SQLite retried for some 10 s to take the byte locks of the
+// -shm file (the WAL index) that opening or writing needs, and another
+// process kept them. Anyone who may read the -shm can do that; clock's own
+// processes hold them for well under a millisecond.
+[[noreturn]] void fail_shm_locked(const std::string& path) {
+  const std::string shm = path + "-shm";
+  std::string who = "another process";
+  if (auto pids = lock_holders(shm); !pids.empty()) {
+    who = pids.size() == 1 ? "process " : "processes ";
+    for (std::size_t i = 0; i < pids.size(); ++i)
+      who += (i ? ", " : "") + pids[i];
+  }
+  throw Error(ExitCode::local_database,
+              "the SQLite database " + path + " is unusable: " + who + " kept a lock on " + shm +
+                  " for 10s (SQLite: locking protocol); see who with 'fuser -v " + shm +
+                  "', and let only the database's users read it (a private folder, or a group "
+                  "folder 0770 for a shared one)");
 }
 
 // Debian's SQLite counts every allocation under a global mutex (for
@@ -295,6 +349,8 @@ void Database::fail(int rc, std::string_view what) const {
                 "the SQLite database " + m_path + " stayed locked by another process for " +
                     std::to_string(m_busy_timeout.count() / 1000) + "s; try again");
   }
+  if (primary == SQLITE_PROTOCOL)
+    fail_shm_locked(m_path);
   if (is_local_file_failure(primary)) {
     // An I/O error says more with the system's reason ("File too large").
     int system_errno = m_db ? sqlite3_system_errno(m_db) : 0;
