@@ -384,7 +384,8 @@ std::string render_gc(const store::GcReport& report, bool dry_run) {
   std::string verb = dry_run ? "would remove " : "removed ";
   return verb + std::to_string(report.expired_leases) + " expired lease(s), " +
          std::to_string(report.dead_waiters) + " dead waiter(s), " +
-         std::to_string(report.history_rows) + " history row(s)\n";
+         std::to_string(report.history_rows) + " history row(s), " +
+         std::to_string(report.idle_counters) + " idle run counter(s)\n";
 }
 
 }  // namespace clk::output

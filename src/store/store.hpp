@@ -242,6 +242,10 @@ struct GcReport {
   std::int64_t expired_leases = 0;
   std::int64_t dead_waiters = 0;
   std::int64_t history_rows = 0;
+  // With history pruning: the run counters (clock_runs_total) of resources
+  // with no history, lease or queue entry left, which nobody has used for
+  // longer than the history kept.
+  std::int64_t idle_counters = 0;
 };
 
 // Why a store refuses an operation on one resource. Both stores return these

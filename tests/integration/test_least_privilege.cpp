@@ -237,6 +237,48 @@ TEST_SUITE("least privilege") {
     CHECK(refused.out == "3\n");
   }
 
+  TEST_CASE(
+      "a login without clock's privileges cannot stall a hierarchy: no lock of clock's is "
+      "within its reach, a job renews and a forced release goes through" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    Roles roles(env);
+    const std::string stranger_role = "clock_test_stranger_" + std::to_string(::getpid());
+    REQUIRE_EXIT(
+        psql(env, env.url(),
+             "DROP ROLE IF EXISTS " + stranger_role + "; CREATE ROLE " + stranger_role + " LOGIN"),
+        0);
+    const std::string stranger_url = env.url() + " user=" + stranger_role;
+    {
+      // What a stranger could take until schema 13: the advisory keys of a
+      // hierarchy and of the deadlock search, computable by anyone, held for
+      // its session. And what it cannot take now: the rows clock locks.
+      pg::PsqlSession stranger(env, stranger_url);
+      stranger.execute("SELECT pg_advisory_lock(hashtextextended(E'clock\\n\\nadv2', 0))");
+      stranger.execute("SELECT pg_advisory_lock(hashtextextended(E'clock\\ndeadlock search', 0))");
+      check_refused(env, stranger_url, "SELECT 1 FROM clock.hierarchy_locks FOR UPDATE");
+      check_refused(env, stranger_url, "SELECT 1 FROM clock.hierarchy_locks FOR SHARE");
+
+      // A job with a short lease renews through it and ends as its command does.
+      auto job = env.spawn(env.clock_command(
+          {"run", "--ttl", "3s", "-r", "adv2", "--", "sh", "-c", "sleep 5; exit 3"},
+          roles.as_app()));
+      REQUIRE(await([&] { return !env.holders_of("adv2").empty(); }, 30s));
+      Result busy = env.clock({"acquire", "-n", "-r", "adv2.x"}, roles.as_app());
+      CHECK_EXIT(busy, 75);
+      Result job_result = job->wait(60s);
+      CHECK_EXIT(job_result, 3);
+      // An operator's forced release is not kept waiting either.
+      Acquired held = acquire_as(env, roles.as_app(), {"-r", "adv2", "--ttl", "60s"});
+      Result forced = env.clock({"release", "--force", "-r", "adv2"}, roles.as_operator());
+      CHECK_EXIT(forced, 0);
+      CHECK(env.holders_of("adv2").empty());
+      CHECK(held.token() > 0);
+      CHECK(stranger.finish() == 0);
+    }
+    psql(env, env.url(), "DROP ROLE IF EXISTS " + stranger_role);
+  }
+
   TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history" *
             ::clk::test::only_on("postgres")) {
     TestEnv env;

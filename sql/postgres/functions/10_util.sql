@@ -19,37 +19,37 @@ AS $$
   FROM string_to_array(p_resource, '.') AS parts, generate_series(1, cardinality(parts) - 1) AS i
 $$;
 
--- The key of the transaction-level advisory lock that serializes every write
--- to one resource hierarchy (a namespace and a first segment): related
--- resources always share their first segment. A hash collision only
--- serializes two unrelated hierarchies; it never lets related ones interleave.
-CREATE OR REPLACE FUNCTION @schema@.lock_key(p_namespace text, p_root text) RETURNS bigint
+-- The slot of hierarchy_locks (migration 013) whose row lock serializes
+-- every write to one resource hierarchy (a namespace and a first segment):
+-- related resources always share their first segment. Two hierarchies in one
+-- slot only take turns; related ones never interleave.
+CREATE OR REPLACE FUNCTION @schema@.hierarchy_slot(p_namespace text, p_root text) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$ SELECT hashtextextended('@schema_name@' || E'\n' || p_namespace || E'\n' || p_root, 0) $$;
+AS $$ SELECT (hashtextextended(p_namespace || E'\n' || p_root, 0) & 16383)::integer $$;
 
--- Takes the hierarchy locks of a request in one canonical order (by key), so
--- two requests over the same hierarchies never wait for each other in a
--- cycle. Held until the calling transaction ends.
+-- Takes the hierarchy locks of a request in one canonical order (by slot),
+-- so two requests over the same hierarchies never wait for each other in a
+-- cycle. Held until the calling transaction ends. Row locks on a table no
+-- role but the schema owner may read: nobody outside clock's functions can
+-- take one (migration 013).
 -- With p_wait false (clock acquire -n) the locks are only tried: a
 -- hierarchy locked by another open transaction raises lock_not_available
 -- at once, which the store reports as "held", not as an outage.
 CREATE OR REPLACE FUNCTION @schema@.lock_hierarchies(p_namespace text, p_resources text[],
                                           p_wait boolean DEFAULT true) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE
-  v_key bigint;
 BEGIN
-  FOR v_key IN
-    SELECT DISTINCT @schema@.lock_key(p_namespace, split_part(r, '.', 1))
-    FROM unnest(p_resources) AS r ORDER BY 1
-  LOOP
-    IF p_wait THEN
-      PERFORM pg_advisory_xact_lock(v_key);
-    ELSIF NOT pg_try_advisory_xact_lock(v_key) THEN
-      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
-        MESSAGE = 'another transaction holds locks under the same top-level name';
-    END IF;
-  END LOOP;
+  IF p_wait THEN
+    PERFORM 1 FROM @schema@.hierarchy_locks
+    WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
+                   FROM unnest(p_resources) AS r)
+    ORDER BY slot FOR NO KEY UPDATE;
+  ELSE
+    PERFORM 1 FROM @schema@.hierarchy_locks
+    WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
+                   FROM unnest(p_resources) AS r)
+    ORDER BY slot FOR NO KEY UPDATE NOWAIT;
+  END IF;
 END $$;
 
 -- Refuses arguments the lock model forbids (SPEC §1), so that a program

@@ -4,20 +4,23 @@
 --
 -- Isolation: READ COMMITTED (the default) is enough and is assumed. Every
 -- write to a resource hierarchy (namespace + first segment; related
--- resources always share it) happens while holding that hierarchy's
--- transaction-level advisory lock (lock_hierarchies, 10_util.sql), taken in key order
--- before anything is read. Under READ COMMITTED each statement of a PL/pgSQL
+-- resources always share it) happens while holding that hierarchy's lock: a
+-- row lock on its slot of hierarchy_locks (lock_hierarchies, 10_util.sql;
+-- migration 013), taken in slot order before anything is read. Under READ COMMITTED each statement of a PL/pgSQL
 -- function takes a fresh snapshot, so once the lock is held, every read sees
 -- all writes of the previous holder, which committed before releasing it:
 -- the check for conflicting leases and the insert that follows cannot
--- interleave with another grant in the hierarchy. Why an advisory lock:
--- before the first grant there is no row to lock, and a request conflicts
--- with rows on other keys (ancestors, descendants), so row locks cannot
--- serialize check-then-insert; SERIALIZABLE could, but fails with
--- serialization errors the caller would have to retry. A transaction-level
--- advisory lock needs no session state (it works through pgbouncer in
--- transaction mode) and cannot outlive the transaction. Taking a request's
--- locks in one order (by key) means two clock calls never deadlock; a
+-- interleave with another grant in the hierarchy. Why a row of its own:
+-- before the first grant there is no lease row to lock, and a request
+-- conflicts with rows on other keys (ancestors, descendants), so locks on
+-- the leases cannot serialize check-then-insert; SERIALIZABLE could, but
+-- fails with serialization errors the caller would have to retry. A row lock
+-- needs no session state (it works through pgbouncer in transaction mode),
+-- cannot outlive the transaction, and, unlike an advisory lock (which any
+-- login may take, on a key anyone can compute), can be taken only by a role
+-- that may update the table: none but the schema owner, so only through
+-- these functions. Taking a request's locks in one order (by slot) means two
+-- clock calls never deadlock; a
 -- program that calls try_acquire twice in one transaction of its own can,
 -- like with any two locks (PostgreSQL then aborts one of them).
 -- One exception: try_acquire's fast path 3 enters a request in the queue
@@ -488,7 +491,7 @@ END $$;
 --    which runs only for an owner others can wait for) or granted, as in 1.
 --    Its reply lists the leases in the way and, as fast path 0's, the first
 --    queue entry ahead with "ahead", how many, counted up to 64, and "mine".
--- Both check it under the hierarchy's advisory lock, in statements that start
+-- Both check it under the hierarchy's lock, in statements that start
 -- after the lock is held (READ COMMITTED: a fresh snapshot per statement).
 -- Fast path 0 comes before them and takes no lock at all: the re-attempt of
 -- an exclusive request whose live queue entry (same request id) is already
@@ -519,8 +522,8 @@ END $$;
 --    its turn for the exclusive lock.
 -- Anything else (shared, a semaphore, -n, several resources, re-entry, an
 -- expired lease to record, arguments to refuse) goes on to the general path,
--- which re-takes the same advisory lock (advisory locks stack within a
--- transaction) and finds the table as the fast paths left it: unchanged.
+-- which re-takes the same row lock (a transaction may lock its own row again)
+-- and finds the table as the fast paths left it: unchanged.
 CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
@@ -536,7 +539,7 @@ DECLARE
   v_resource text := p_resources[1];
   v_lo text := v_resource || '.';  -- descendants sort strictly between v_lo and v_hi
   v_hi text := v_resource || '/';
-  v_key bigint;
+  v_key integer;
   v_up text[];
   v_now timestamptz;
   v_token bigint;
@@ -608,7 +611,7 @@ BEGIN
       v_entered := v_mine IS NOT NULL;
       v_mine := NULL; v_leases := '[]'; v_waiters := '[]';
     END IF;
-    v_key := @schema@.lock_key(p_namespace, split_part(v_resource, '.', 1));
+    v_key := @schema@.hierarchy_slot(p_namespace, split_part(v_resource, '.', 1));
     IF p_queue AND p_mode = 'exclusive' AND p_slots = 0 AND NOT v_entered
        AND (EXISTS (SELECT 1 FROM @schema@.leases
                     WHERE namespace = p_namespace AND owner <> p_owner
@@ -621,7 +624,7 @@ BEGIN
       -- lock; rolling it back (nothing in the way after all) releases it.
       BEGIN
         PERFORM @schema@.commit_durably();
-        PERFORM pg_advisory_xact_lock_shared(v_key);
+        PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR SHARE;
         v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
         IF @schema@.may_queue_fast(p_namespace, v_resource, v_up, p_owner, p_request_id,
                                    v_now) THEN
@@ -640,10 +643,9 @@ BEGIN
     PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
     -- lock_hierarchies() for one resource, inline.
     IF p_queue THEN
-      PERFORM pg_advisory_xact_lock(v_key);
-    ELSIF NOT pg_try_advisory_xact_lock(v_key) THEN
-      RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
-        MESSAGE = 'another transaction holds locks under the same top-level name';
+      PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR NO KEY UPDATE;
+    ELSE
+      PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR NO KEY UPDATE NOWAIT;
     END IF;
     v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
     -- Fast path 1: no related row at all but the caller's own queue entries.
@@ -758,7 +760,7 @@ BEGIN
     -- queue entry is committed and neither would see the cycle. Searches (and
     -- the enqueue that follows, until commit) take turns under one lock; the
     -- statements after it see every earlier searcher's committed entry.
-    PERFORM pg_advisory_xact_lock(hashtextextended('@schema_name@' || E'\n' || 'deadlock search', 0));
+    PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = -1 FOR NO KEY UPDATE;
     v_cycle := @schema@.find_cycle_links(p_owner, p_host, v_blockers, v_blocked_on, v_hosts, v_now);
   END IF;
   IF cardinality(v_blockers) > 0 THEN

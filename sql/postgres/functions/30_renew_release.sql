@@ -1,7 +1,7 @@
 -- clock on PostgreSQL: renewing and releasing leases. Each call
 -- is one round trip and one transaction.
 --
--- Isolation and clock as in 20_acquire.sql: READ COMMITTED, the hierarchy advisory locks
+-- Isolation and clock as in 20_acquire.sql: READ COMMITTED, the hierarchy row locks
 -- taken first in key order, then clock_timestamp() read once. Holding the
 -- locks orders every renewal and release with every grant of the hierarchy,
 -- so a renewal either commits before an acquirer looks (the acquirer sees the
@@ -153,8 +153,8 @@ BEGIN
   -- which is every release of `clock run`. It takes only arguments that
   -- check_names() would accept; anything else, and any other case (several
   -- resources, re-entered, expired, not held), goes on to the general path
-  -- below, which re-takes the same advisory lock (advisory locks stack within
-  -- a transaction) and finds the table as the fast path left it: unchanged.
+  -- below, which re-takes the same row lock (a transaction may lock its own row
+  -- again) and finds the table as the fast path left it: unchanged.
   IF cardinality(p_resources) = 1 AND v_resource IS NOT NULL
      AND octet_length(v_resource) <= 255
      AND v_resource ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
@@ -162,7 +162,8 @@ BEGIN
      AND p_owner IS NOT NULL THEN
     PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
     v_root := split_part(v_resource, '.', 1);
-    PERFORM pg_advisory_xact_lock(@schema@.lock_key(p_namespace, v_root));
+    PERFORM 1 FROM @schema@.hierarchy_locks
+    WHERE slot = @schema@.hierarchy_slot(p_namespace, v_root) FOR NO KEY UPDATE;
     v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
     DELETE FROM @schema@.leases
     WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner

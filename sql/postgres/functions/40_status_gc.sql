@@ -123,12 +123,23 @@ DECLARE
   v_leases bigint;
   v_waiters bigint;
   v_history bigint;
+  v_counters bigint := 0;
   v_gone @schema@.leases[];
 BEGIN
   IF p_dry_run THEN
     SELECT count(*) INTO v_leases FROM @schema@.leases WHERE expires_at <= v_now;
     SELECT count(*) INTO v_waiters FROM @schema@.waiters WHERE expires_at <= v_now;
     SELECT count(*) INTO v_history FROM @schema@.history WHERE at < v_cutoff;
+    IF v_cutoff IS NOT NULL THEN
+      SELECT count(*) INTO v_counters FROM @schema@.run_counts c
+      WHERE NOT EXISTS (SELECT 1 FROM @schema@.history h
+                        WHERE h.resource = c.resource AND h.namespace = c.namespace
+                          AND h.at >= v_cutoff)
+        AND NOT EXISTS (SELECT 1 FROM @schema@.leases l
+                        WHERE l.namespace = c.namespace AND l.resource = c.resource)
+        AND NOT EXISTS (SELECT 1 FROM @schema@.waiters w
+                        WHERE w.namespace = c.namespace AND w.resource = c.resource);
+    END IF;
   ELSE
     WITH batch AS (
       SELECT namespace, resource, owner FROM @schema@.leases
@@ -151,8 +162,25 @@ BEGIN
     WHERE id IN (SELECT id FROM @schema@.history WHERE at < v_cutoff
                  ORDER BY id LIMIT p_batch FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS v_history = ROW_COUNT;
+    -- The run counters of resources nobody has used for longer than the
+    -- history kept: no history, lease or queue entry left. A grant racing
+    -- this delete may see its counter start again from 1, a counter reset
+    -- Prometheus takes in its stride.
+    IF v_cutoff IS NOT NULL THEN
+      DELETE FROM @schema@.run_counts
+      WHERE (namespace, resource, outcome) IN (
+        SELECT c.namespace, c.resource, c.outcome FROM @schema@.run_counts c
+        WHERE NOT EXISTS (SELECT 1 FROM @schema@.history h
+                          WHERE h.resource = c.resource AND h.namespace = c.namespace)
+          AND NOT EXISTS (SELECT 1 FROM @schema@.leases l
+                          WHERE l.namespace = c.namespace AND l.resource = c.resource)
+          AND NOT EXISTS (SELECT 1 FROM @schema@.waiters w
+                          WHERE w.namespace = c.namespace AND w.resource = c.resource)
+        LIMIT p_batch FOR UPDATE SKIP LOCKED);
+      GET DIAGNOSTICS v_counters = ROW_COUNT;
+    END IF;
     IF v_leases > 0 OR v_waiters > 0 THEN PERFORM @schema@.notify_change(); END IF;
   END IF;
   RETURN jsonb_build_object('expired_leases', v_leases, 'dead_waiters', v_waiters,
-                            'history_rows', v_history);
+                            'history_rows', v_history, 'idle_counters', v_counters);
 END $$;

@@ -171,6 +171,15 @@ std::string in_trouble(Kind kind, const std::string& target, const std::string& 
     case Kind::down:
       break;
   }
+  // pgbouncer, after one refused login to the server (a restart), refuses
+  // every client for server_login_retry, 15 s by default: longer than a
+  // default job's lease rides out.
+  if (reason.find("server login has been failing") != std::string::npos) {
+    return "pgbouncer at " + target + " refuses clients after a failed login to PostgreSQL (" +
+           reason +
+           "): set server_login_retry = 1 in pgbouncer.ini (15 s by default) so that a job rides "
+           "out a database restart";
+  }
   return "cannot connect to PostgreSQL at " + target + ": " + reason +
          "; check that the server is up and reachable";
 }
@@ -355,7 +364,10 @@ auto Connection::attempt(const std::string& op, Retry retry, Body& body, int& ro
         throw HierarchyBusy(
             ExitCode::unavailable,
             op + " timed out waiting for another transaction on the same resources (" + reason +
-                "); retry");
+                "): a row lock of clock's own table hierarchy_locks, which only clock's "
+                "functions take, held by a session that called them inside an open "
+                "transaction; look for it in pg_stat_activity ('idle in transaction'), then "
+                "retry");
       }
       // The server answered with an error: the statement was rolled back,
       // so it may be sent again whatever `retry` says.

@@ -481,7 +481,8 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
 GcReport parse_gc(const std::string& text) {
   return reading(text, [](const json& reply) {
     return GcReport{integer_of(reply.at("expired_leases")), integer_of(reply.at("dead_waiters")),
-                    integer_of(reply.at("history_rows"))};
+                    integer_of(reply.at("history_rows")),
+                    integer_of(reply.value("idle_counters", json()))};
   });
 }
 

@@ -27,6 +27,8 @@ constexpr std::string_view k_dropped_functions[] = {
     "try_acquire_general(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
     "bigint, text, text, timestamptz)",
     "release_general(text, text[], uuid)",
+    // Hierarchies lock rows of hierarchy_locks, not advisory keys (013).
+    "lock_key(text, text)",
     // Queue entries keep their owner's secret hash (migration 012).
     "enqueue(text, text[], text, integer, uuid, bigint, text, text, text, bigint, text, text, "
     "timestamptz, timestamptz)",

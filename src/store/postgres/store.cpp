@@ -643,8 +643,9 @@ GcReport PostgresStore::gc(const GcOptions& options) {
     total.expired_leases += report.expired_leases;
     total.dead_waiters += report.dead_waiters;
     total.history_rows += report.history_rows;
-    bool short_batch =
-        report.expired_leases < batch && report.dead_waiters < batch && report.history_rows < batch;
+    total.idle_counters += report.idle_counters;
+    bool short_batch = report.expired_leases < batch && report.dead_waiters < batch &&
+                       report.history_rows < batch && report.idle_counters < batch;
     if (options.dry_run || short_batch)
       return total;
   }

@@ -1205,6 +1205,26 @@ GcReport SqliteStore::gc(const GcOptions& options) {
         "SELECT count(*) FROM history WHERE at < ?1",
         "DELETE FROM history WHERE id IN (SELECT id FROM history WHERE at < ?1 LIMIT ?2)",
         now - options.history_older_than->count());
+    // The run counters of resources nobody has used for longer than the
+    // history kept: no history, lease or queue entry left (as gc_batch() on
+    // PostgreSQL). A dry run deleted no history, so it counts by the cutoff.
+    report.idle_counters = count_or_delete(
+        "SELECT count(*) FROM run_counts c WHERE NOT EXISTS (SELECT 1 FROM history h"
+        "   WHERE h.namespace = c.namespace AND h.resource = c.resource AND h.at >= ?1)"
+        " AND NOT EXISTS (SELECT 1 FROM leases l"
+        "   WHERE l.namespace = c.namespace AND l.resource = c.resource)"
+        " AND NOT EXISTS (SELECT 1 FROM waiters w"
+        "   WHERE w.namespace = c.namespace AND w.resource = c.resource)",
+        "DELETE FROM run_counts WHERE (namespace, resource, outcome) IN"
+        " (SELECT c.namespace, c.resource, c.outcome FROM run_counts c"
+        "  WHERE ?1 IS NOT NULL AND NOT EXISTS (SELECT 1 FROM history h"
+        "    WHERE h.namespace = c.namespace AND h.resource = c.resource)"
+        "  AND NOT EXISTS (SELECT 1 FROM leases l"
+        "    WHERE l.namespace = c.namespace AND l.resource = c.resource)"
+        "  AND NOT EXISTS (SELECT 1 FROM waiters w"
+        "    WHERE w.namespace = c.namespace AND w.resource = c.resource)"
+        "  LIMIT ?2)",
+        now - options.history_older_than->count());
   }
   return report;
 }
