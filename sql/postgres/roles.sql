@@ -33,11 +33,15 @@
 -- rules allow; EXECUTE on every function of the schema is revoked from PUBLIC
 -- when the functions are applied, so only the grants below open them (and
 -- re-applying them, CREATE OR REPLACE, keeps these grants). Owner ids are
--- public (status and history show them); renewing, releasing and
--- re-entering need the owner's secret, of which the table keeps only a
--- SHA-256 that neither role can read. A refused attempt is recorded in
--- history ('refused', with who asked). Keep CLOCK_OWNER, which carries the
--- secret, as private as the lock.
+-- public (status and history show them); every act in an owner's name (a
+-- grant, a queue turn or exit, a renewal, a release, a history record) needs
+-- the owner's secret, of which the tables keep only a SHA-256 that neither
+-- role can read. A refused attempt is recorded in history ('refused', with
+-- who asked and the login, db_user). Keep CLOCK_OWNER, which carries the
+-- secret, as private as the lock. The functions serialize a hierarchy on
+-- row locks of hierarchy_locks (migration 013), not on advisory keys that
+-- any login could take: with no privilege on that table, no role, these
+-- two or any other, can stall a lock, a renewal or a forced release.
 -- Neither role may create or migrate the schema: a command run as one of
 -- them against a missing or older schema fails with exit 78, pointing at
 -- `clock init`, which the schema owner runs.
