@@ -64,9 +64,63 @@ INSERT INTO history (at, event, namespace, resource, owner, mode, token) VALUES
   (1, 'acquired', '', 'old.job', '11111111-2222-4333-8444-777777777777', 'exclusive', 7);
 )";
 
+// Version 6: a live lease whose owner proved itself with a secret (its hash
+// kept, of 00112233445566778899aabbccddeeff) and, behind it, a live queue
+// entry, which kept no hash then.
+const char* const k_version_6_queue = R"(
+INSERT INTO leases VALUES ('', 'q', '11111111-2222-4333-8444-666666666666', 'exclusive', 0, 9, 1,
+  'r6', CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 3600000,
+  'oldhost', '127.0.0.1', 42, 'someone', 'job', 0,
+  '5947d7c33d783f94b3b4c1a96ebc8991ed28f1b069b71e03376cba8caa98a720');
+INSERT INTO waiters (namespace, resource, owner, mode, slots, request_id, enqueued_at, expires_at,
+  host, ip, pid, user, command, owner_started_at) VALUES
+  ('', 'q', '11111111-2222-4333-8444-888888888888', 'exclusive', 0, 'w6',
+   CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER),
+   CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 3600000,
+   'oldhost', '127.0.0.1', 43, 'someone', 'waiting job', 0);
+UPDATE counters SET value = 9 WHERE name = 'token';
+)";
+
 }  // namespace
 
 TEST_SUITE("sqlite migrations") {
+  TEST_CASE(
+      "a version 6 database upgrades with its live lease and queue entry: the lease's "
+      "secret still proves it, the queue entry keeps its place" *
+      only_on("sqlite")) {
+    TestEnv env;
+    fs::path db = database_file(env);
+    std::string migrations = std::string(CLOCK_TEST_SQL_DIR) + "/sqlite/migrations/";
+    REQUIRE_EXIT(env.shell("cat \"$M\"00[1-6]_*.sql | sqlite3 \"$DB\""
+                           " && sqlite3 \"$DB\" 'PRAGMA user_version = 6' \"$ROWS\"",
+                           {{"DB", db.string()}, {"M", migrations}, {"ROWS", k_version_6_queue}}),
+                 0);
+    const std::string holder = "11111111-2222-4333-8444-666666666666";
+    const std::string waiter = "11111111-2222-4333-8444-888888888888";
+    auto status = env.status();  // the first use migrates
+    REQUIRE(status["holders"].size() == 1);
+    REQUIRE(status["waiters"].size() == 1);
+    CHECK(status["waiters"][0]["owner"] == waiter);
+    // The holder's id is bound to its secret, on every act in its name.
+    const std::string proven = holder + ".00112233445566778899aabbccddeeff";
+    const std::string forged = holder + ".ffffffffffffffffffffffffffffffff";
+    CHECK_EXIT(env.clock({"renew", "-r", "q", "--owner", forged}), 77);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "other", "--owner", forged}), 77);
+    CHECK_EXIT(env.clock({"renew", "-r", "q", "--owner", proven}), 0);
+    // A newcomer stays behind the queue entry; once the holder is done, the
+    // entry's owner is granted in its place (it kept no hash: its id alone).
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "q"}), 75);
+    CHECK_EXIT(env.clock({"release", "-r", "q", "--owner", proven}), 0);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "q"}), 75);
+    Result granted = env.clock({"acquire", "-n", "-r", "q", "--format", "json", "--owner",
+                                waiter + ".0123456789abcdef0123456789abcdef"});
+    REQUIRE_EXIT(granted, 0);
+    CHECK(nlohmann::json::parse(granted.out)["token"] == 10);
+    CHECK(env.status()["waiters"].empty());
+  }
+
   TEST_CASE("a live lease from before owner secrets is renewed and released by its id alone" *
             only_on("sqlite")) {
     TestEnv env;
