@@ -46,15 +46,7 @@ std::vector<Span> owner_secret_spans(std::string_view text) {
 }
 
 std::string mask_owner_secrets(std::string_view text) {
-  std::string out;
-  std::size_t done = 0;
-  for (const Span& span : owner_secret_spans(text)) {
-    out.append(text.substr(done, span.begin - done));
-    out += "****";
-    done = span.end;
-  }
-  out.append(text.substr(done));
-  return out;
+  return mask_spans(text, owner_secret_spans(text));
 }
 
 }  // namespace clk::util

@@ -117,9 +117,13 @@ bool has_password(std::string_view text) {
 }
 
 std::string mask_passwords(std::string_view text, Words words) {
+  return mask_spans(text, password_spans(text, words));
+}
+
+std::string mask_spans(std::string_view text, const std::vector<Span>& spans) {
   std::string out;
   std::size_t done = 0;
-  for (const Span& span : password_spans(text, words)) {
+  for (const Span& span : spans) {
     out.append(text.substr(done, span.begin - done));
     out += "****";
     done = span.end;

@@ -36,4 +36,8 @@ bool has_password(std::string_view text);
 // `text` with each password replaced by "****".
 std::string mask_passwords(std::string_view text, Words words = Words::one);
 
+// `text` with each of `spans` (in order, not overlapping) replaced by "****":
+// how passwords and owner secrets are masked alike.
+std::string mask_spans(std::string_view text, const std::vector<Span>& spans);
+
 }  // namespace clk::util
