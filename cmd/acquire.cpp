@@ -33,7 +33,7 @@ Action register_acquire(CLI::App& app) {
     } catch (const Error& error) {
       if (error.code() != ExitCode::not_acquired)
         throw;
-      return report_refusal(options->lock, error);
+      return report_refusal(context, options->lock, error);
     }
   };
 }

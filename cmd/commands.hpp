@@ -14,5 +14,7 @@ Action register_history(CLI::App& app);
 Action register_run(CLI::App& app);
 Action register_gc(CLI::App& app);
 Action register_init(CLI::App& app);
+Action register_config(CLI::App& app);
+Action register_check(CLI::App& app);
 
 }  // namespace clk::cmd

@@ -17,13 +17,17 @@
 
 namespace clk::cmd {
 
+store::StoreOptions Context::store_options() const {
+  return {.url = settings.database_url,
+          .pg_schema = settings.pg_schema,
+          .connect_timeout = settings.connect_timeout,
+          .allow_network_filesystem = settings.allow_network_filesystem,
+          .watch_lease = settings.watch_lease,
+          .private_default = settings.database_is_default};
+}
+
 std::unique_ptr<store::Store> Context::open_store() const {
-  return store::open_store({.url = settings.database_url,
-                            .pg_schema = settings.pg_schema,
-                            .connect_timeout = settings.connect_timeout,
-                            .allow_network_filesystem = settings.allow_network_filesystem,
-                            .watch_lease = settings.watch_lease,
-                            .private_default = settings.database_is_default});
+  return store::open_store(store_options());
 }
 
 lock::OwnerCredential Context::owner_or_new() const {

@@ -15,6 +15,7 @@
 #include "output/render.hpp"
 #include "run/guard.hpp"
 #include "store/store.hpp"
+#include "store/store_options.hpp"
 
 namespace clk::cmd {
 
@@ -30,6 +31,8 @@ struct Context {
   // run forks its own then.
   std::unique_ptr<run::Guard> guard;
 
+  // How to reach the database the settings name.
+  store::StoreOptions store_options() const;
   std::unique_ptr<store::Store> open_store() const;
   // The owner (ID.SECRET) from --owner/CLOCK_OWNER, else a new random id and
   // secret; throws usage for an id without its secret, which cannot acquire.

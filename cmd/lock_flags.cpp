@@ -1,6 +1,8 @@
 // Shared acquire flags and the acquire step.
 #include "cmd/lock_flags.hpp"
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
@@ -22,16 +24,22 @@ void add_lock_flags(CLI::App& command, LockFlags& flags) {
                      "Owner ID (default: $CLOCK_OWNER, else a new one); its secret comes from "
                      "CLOCK_OWNER=ID.SECRET, the preferred form. --owner ID.SECRET works too, "
                      "but shows in ps until clock blanks it as it starts");
-  command.add_option("--ttl", flags.ttl,
-                     "Lease time-to-live, e.g. 90s; at most " +
-                         util::format_duration(lock::k_max_ttl) + " (a warning past " +
-                         util::format_duration(lock::k_long_ttl) + "); 0 = never expires");
+  command.add_option(
+      "--ttl", flags.ttl,
+      "Lease time-to-live (default: lock.ttl of the config file, else " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(lock::k_default_ttl).count()) +
+          "s); at most " + util::format_duration(lock::k_max_ttl) + " (a warning past " +
+          util::format_duration(lock::k_long_ttl) + "); 0 = never expires");
   auto* shared = command.add_flag("-s,--shared", flags.shared, "Shared lock");
   auto* exclusive = command.add_flag("-x,--exclusive", flags.exclusive, "Exclusive lock (default)");
   shared->excludes(exclusive);
   command.add_option("--slots", flags.slots, "Counting semaphore: up to N holders")
       ->check(CLI::Range(1, 1'000'000));
-  auto* nonblock = command.add_flag("-n,--nonblock", flags.nonblock, "Fail at once if held");
+  auto* nonblock = command.add_flag(
+      "-n,--nonblock", flags.nonblock,
+      "Do not wait if held: exit 75 (or -E's code); silent, as flock -n, when stderr is not a "
+      "terminal (cron), the skip still in history; -v says why");
   auto* wait = command.add_option(
       "-w,--wait", flags.wait,
       "Wait at most D (default: forever). While waiting, stderr names the holder: "
@@ -90,9 +98,12 @@ int conflict_status(const LockFlags& flags) {
 }
 
 // With -E the caller said a refusal is a normal outcome (flock -n -E 0 is
-// silent too): cron must not mail it, -v still shows it.
-int report_refusal(const LockFlags& flags, const Error& refusal) {
-  if (flags.conflict_exit_code)
+// silent too): cron must not mail it, -v still shows it. So is -n off a
+// terminal: a crontab line moved from flock -n must not mail every skip.
+// A -w that timed out is not asked for: it says so, as before.
+int report_refusal(const Context& context, const LockFlags& flags, const Error& refusal) {
+  bool quiet_skip = flags.nonblock && context.verbosity == 0 && isatty(STDERR_FILENO) != 1;
+  if (flags.conflict_exit_code || quiet_skip)
     spdlog::info("{}", refusal.what());
   else
     spdlog::error("{}", refusal.what());

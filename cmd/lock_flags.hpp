@@ -42,8 +42,10 @@ store::Acquired take_locks(Context& context, store::Store& store, const LockPlan
 // The exit status for a not_acquired error: -E N if given, else 75.
 int conflict_status(const LockFlags& flags);
 
-// Reports a not_acquired error (an error line; with -E only an info line,
-// shown with -v) and returns conflict_status(flags).
-int report_refusal(const LockFlags& flags, const Error& refusal);
+// Reports a not_acquired error and returns conflict_status(flags): an error
+// line, except where the refusal is the asked-for outcome (SPEC §3): with -E,
+// and with -n when stderr is not a terminal (cron: as flock -n), it is an
+// info line, which -v shows.
+int report_refusal(const Context& context, const LockFlags& flags, const Error& refusal);
 
 }  // namespace clk::cmd

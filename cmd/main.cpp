@@ -12,6 +12,7 @@
 #include "cmd/commands.hpp"
 #include "error.hpp"
 #include "output/logging.hpp"
+#include "store/database_url.hpp"
 #include "util/file_size_signal.hpp"
 #include "util/owner_secret.hpp"
 #include "util/password.hpp"
@@ -121,12 +122,135 @@ std::optional<std::string_view> named_subcommand(const std::vector<std::string>&
   return std::nullopt;
 }
 
+// "SQLite sqlite:/…/clock.db, from default (per-user SQLite)": which database
+// a command uses and why, for -v (a cron job under another HOME must not
+// silently use a per-host file where the fleet's PostgreSQL was meant).
+std::string database_in_use(const config::Settings& settings) {
+  std::string backend;
+  try {
+    backend = store::backend_of(settings.database_url) == store::Backend::sqlite ? "SQLite "
+                                                                                 : "PostgreSQL ";
+  } catch (const Error&) {
+    // The command says what is wrong with the URL when it opens it.
+  }
+  return backend + store::mask_password(settings.database_url) + ", from " +
+         config::origin_of(settings, "database");
+}
+
 int run_action(cmd::Context& context, const cmd::Action& action) {
   context.settings = config::resolve(context.flags, config::process_environment());
   output::setup_logging(log_level_for(context), context.settings.log_format);
   for (const auto& warning : context.settings.warnings)
     spdlog::warn("{}", warning);
+  spdlog::info("database: {}", database_in_use(context.settings));
   return action(context);
+}
+
+// The edit distance of two option names, for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest of `known` to `word`, if close enough to be a typo.
+std::optional<std::string> closest(const std::string& word, const std::vector<std::string>& known) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 4) + 1;
+  for (const auto& candidate : known) {
+    std::size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> long_options(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const auto* option : app.get_options()) {
+    for (const auto& name : option->get_lnames())
+      names.push_back("--" + name);
+  }
+  return names;
+}
+
+// A parse error in words that help (SPEC §4: what failed and what to do): an
+// unknown option names itself and the closest known one (CLI11 would report a
+// required option missing first, when the typo was that option), an unknown
+// subcommand the closest one, and clock run without `--` where the command
+// should be. `args` are clock's own words, in order.
+std::string parse_error_message(CLI::App& app, const std::vector<std::string>& args,
+                                bool has_command, const CLI::ParseError& error) {
+  static constexpr std::string_view k_with_value[] = {"--config", "--database", "--namespace",
+                                                      "--log-format"};
+  CLI::App* sub = nullptr;
+  std::vector<std::string> subcommand_names;
+  for (auto* candidate : app.get_subcommands([](CLI::App*) { return true; }))
+    subcommand_names.push_back(candidate->get_name());
+  std::string unknown_word;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!sub && std::find(std::begin(k_with_value), std::end(k_with_value), arg) !=
+                    std::end(k_with_value)) {
+      ++i;
+      continue;
+    }
+    if (!arg.starts_with('-')) {
+      if (sub)
+        continue;  // a value or a positional: CLI11 judges those
+      for (auto* candidate : app.get_subcommands([](CLI::App*) { return true; })) {
+        if (candidate->get_name() == arg)
+          sub = candidate;
+      }
+      if (!sub) {
+        auto near = closest(arg, subcommand_names);
+        return "unknown command '" + arg + "'" + (near ? "; did you mean " + *near + "?" : "") +
+               " (see 'clock --help')";
+      }
+      continue;
+    }
+    std::string name = arg.substr(0, arg.find('='));
+    bool checkable = name.starts_with("--") || name.size() == 2;
+    bool known = app.get_option_no_throw(name) || (sub && sub->get_option_no_throw(name));
+    if (checkable && name != "--" && !known) {
+      unknown_word = name;
+      break;
+    }
+  }
+  std::string where = sub ? "clock " + sub->get_name() : "clock";
+  bool run_without_dashes = sub && sub->get_name() == "run" && !has_command;
+  std::string dashes_hint =
+      run_without_dashes
+          ? "; put -- before the command and its arguments: clock run -r NAME [OPTIONS] -- "
+            "COMMAND [ARG...]"
+          : "";
+  if (!unknown_word.empty()) {
+    auto known = long_options(app);
+    if (sub) {
+      auto own = long_options(*sub);
+      known.insert(known.end(), own.begin(), own.end());
+    }
+    auto near = unknown_word.starts_with("--") ? closest(unknown_word, known) : std::nullopt;
+    std::string message = "unknown option " + unknown_word + " of " + where;
+    if (near)
+      return message + "; did you mean " + *near + "? (see '" + where + " --help')";
+    return message + (run_without_dashes ? dashes_hint : " (see '" + where + " --help')");
+  }
+  if (run_without_dashes && dynamic_cast<const CLI::ExtrasError*>(&error))
+    return std::string(error.what()) + dashes_hint;
+  return std::string(error.what()) + " (see '" + where + " --help')";
 }
 
 }  // namespace
@@ -150,8 +274,8 @@ int main(int argc, char** argv) {
     context.command.assign(dashes + 1, args.end());
     args.erase(dashes, args.end());
   }
-  auto only = named_subcommand(
-      args, {"acquire", "release", "renew", "status", "history", "run", "gc", "init"});
+  auto only = named_subcommand(args, {"acquire", "release", "renew", "status", "history", "run",
+                                      "gc", "init", "config", "check"});
   // Not while a password given on the command line is still in argv: the
   // guard's copy of argv would show it in ps for the whole run (main blanks
   // clock's own copy once it has parsed its flags). run forks it later then.
@@ -181,8 +305,10 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 64 usage, 69 backend unavailable, 70 internal, 74 local "
       "database file, 75 not acquired, 76 deadlock, 77 not the owner, 78 configuration, "
       "79 lease lost, 124 out of time (clock run --max-runtime); clock run passes the "
-      "command's status through; clock status "
-      "exits 1 when nothing is held.\n"
+      "command's status through (126 cannot execute, 127 not found); clock status "
+      "exits 1 when nothing is held; clock check exits 0 when the set-up is right.\n"
+      "-v names the database in use and where it came from; clock config lists every "
+      "setting with its origin.\n"
       "CLOCK_OWNER is ID.SECRET: the public owner id and the owner's secret, "
       "which renew, release and re-entry need (77 without it); only 'clock acquire --format "
       "shell' and clock run's child get it. Keep the secret in CLOCK_OWNER: --owner ID "
@@ -204,8 +330,11 @@ int main(int argc, char** argv) {
   add(cmd::register_run, "run");
   add(cmd::register_gc, "gc");
   add(cmd::register_init, "init");
+  add(cmd::register_config, "config");
+  add(cmd::register_check, "check");
 
-  std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+  const std::vector<std::string> words = args;  // in order, for parse_error_message
+  std::reverse(args.begin(), args.end());       // CLI11 takes them last-first
   try {
     app.parse(args);
     auto chosen = app.get_subcommands();  // "run" may not have been built
@@ -217,7 +346,7 @@ int main(int argc, char** argv) {
     // status: help and version exit 0, every parse error is usage (64).
     if (error.get_exit_code() == 0)
       return app.exit(error);
-    spdlog::error("{} (see 'clock --help')", error.what());
+    spdlog::error("{}", parse_error_message(app, words, has_command, error));
     return exit_status(ExitCode::usage);
   }
   hide_password_in_argv(argc, argv, context);

@@ -159,6 +159,14 @@ void start_jitter(std::chrono::milliseconds span) {
     signals.die_of_caught_signal();
 }
 
+// CLI11's usage line ends at [OPTIONS]; clock run's command comes after `--`,
+// which CLI11 never sees (main splits it off).
+class RunFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: clock run -r RES [-r RES...] [OPTIONS] -- CMD [ARG...]\n";
+  }
+};
 }  // namespace
 
 Action register_run(CLI::App& app) {
@@ -176,6 +184,7 @@ Action register_run(CLI::App& app) {
   auto options = std::make_shared<Options>();
   auto* command = app.add_subcommand(
       "run", "Acquire, run CMD renewing the lease, release when it exits; exit with its status");
+  command->formatter(std::make_shared<RunFormatter>());
   add_lock_flags(*command, options->lock);
   command->add_option("--heartbeat", options->heartbeat,
                       "Renew every D (default: TTL/10, at least 100ms; -v shows the outage the "
@@ -210,11 +219,17 @@ Action register_run(CLI::App& app) {
       "  */5 * * * * clock run -n -r ldap.import -- /usr/local/bin/ldap-import\n"
       "  0 * * * * clock run --jitter 5m -n -E 0 -r report -- /usr/local/bin/report\n"
       "  0 2 * * * clock run --max-runtime 3h -n -E 0 -r backup -- /usr/local/bin/backup\n"
-      "  0 * * * * clock run --once-per 50m -r report -- /usr/local/bin/report  (every host)");
+      "  0 * * * * clock run --once-per 50m -r report -- /usr/local/bin/report  (every host)\n"
+      "Exit status: the command's (128+N if a signal N ended it); 126 the command was found\n"
+      "but cannot be executed, 127 it was not found; 75 not acquired (-E N: N), silently\n"
+      "with -n when stderr is not a terminal; 79 lease lost; 124 --max-runtime ran out;\n"
+      "64-78 as for every command (see clock --help).");
   return [options](Context& context) {
     options->command = context.command;
     if (options->command.empty()) {
-      throw Error(ExitCode::usage, "clock run needs a command: clock run -r NAME -- COMMAND");
+      throw Error(ExitCode::usage,
+                  "clock run needs a command after --: clock run -r NAME -- COMMAND [ARG...] "
+                  "(without --, the words after -r are taken as more resources)");
     }
     auto plan = plan_lock(context, options->lock, owner_info_for_run(options->command));
     plan.request.record_refusal = true;  // a run that does not happen is history
@@ -257,7 +272,7 @@ Action register_run(CLI::App& app) {
     } catch (const Error& error) {
       if (error.code() != ExitCode::not_acquired)
         throw;
-      return report_refusal(options->lock, error);
+      return report_refusal(context, options->lock, error);
     }
     if (acquired.done_by)
       return report_period_done(options->lock, *plan.request.once_per, *acquired.done_by);

@@ -4,6 +4,7 @@
 
 #include "cmd/commands.hpp"
 #include "output/colour.hpp"
+#include "store/database_url.hpp"
 
 namespace clk::cmd {
 
@@ -35,7 +36,8 @@ Action register_status(CLI::App& app) {
                       "table, json or prometheus (node_exporter textfile)");
   command->add_flag("--all", options->all, "Include expired leases not yet collected");
   command->footer(
-      "The table has one line per holder and per waiter (in queue order); its STATE\n"
+      "The table starts with the database it read (password masked), then has one line\n"
+      "per holder and per waiter (in queue order); its STATE\n"
       "column is coloured on a terminal, never with NO_COLOR set or in a pipe.\n"
       "Exit status: 0 if a live lease is held (on PREFIX or below, if given), 1 if\n"
       "none is (even with waiters queued); --format prometheus exits 0 either way.\n"
@@ -61,7 +63,13 @@ Action register_status(CLI::App& app) {
         spdlog::warn("{}", warning);
     }
     bool colour = format == output::Format::table && output::colour_wanted_for_stdout();
-    print(output::render_status(snapshot, format, colour));
+    // A table names the database it read: a status of the wrong database
+    // (another HOME, another config file) looks like "nothing held" otherwise.
+    std::string header =
+        format == output::Format::table
+            ? "database: " + store::mask_password(context.settings.database_url) + "\n"
+            : "";
+    print(header + output::render_status(snapshot, format, colour));
     // A metrics export succeeds whether or not anything is held: a cron line
     // `clock status --format prometheus > f.tmp && mv f.tmp f` must not stall.
     if (format == output::Format::prometheus || anything_held(snapshot))

@@ -70,6 +70,8 @@ class FileReader {
     check_table(m_table, "", k_known);
   }
 
+  bool has(const std::string& path) const { return static_cast<bool>(m_table.at_path(path)); }
+
   std::optional<std::string> string(const std::string& path) {
     auto node = m_table.at_path(path);
     if (!node)
@@ -219,6 +221,14 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   FileReader reader(file, std::move(table));
   reader.check_known_keys();
   settings.config_file = file;
+  // Every key the file sets is its origin, whatever the value.
+  for (const char* key :
+       {"database", "namespace", "log_level", "log_format", "lock.ttl", "lock.heartbeat",
+        "lock.kill_after", "postgres.schema", "postgres.connect_timeout", "postgres.watch_lease",
+        "gc.history_retention", "gc.batch_size", "sqlite.allow_network_filesystem"}) {
+    if (reader.has(key))
+      settings.origins[key] = "config file " + file.string() + " (key " + key + ")";
+  }
   if (auto v = reader.string("database"))
     settings.database_url = *v;
   if (auto v = reader.string("namespace")) {
@@ -362,6 +372,9 @@ Settings resolve(const Flags& flags, const Environment& env) {
       if (!named)
         check_config_file_ownership(*file);
       apply_file(settings, *file);
+      settings.origins["config_file"] = flags.config_file             ? "--config flag"
+                                        : lookup(env, "CLOCK_CONFIG") ? "CLOCK_CONFIG"
+                                                                      : "the default search path";
     } else if (int error = errno; error != ENOENT) {
       // A fallback the user did not name (/etc, another user's XDG folder).
       bool database_named = flags.database_url || lookup(env, "CLOCK_DATABASE_URL");
@@ -369,24 +382,35 @@ Settings resolve(const Flags& flags, const Environment& env) {
     }
   }
 
-  if (auto v = lookup(env, "CLOCK_DATABASE_URL"))
+  if (auto v = lookup(env, "CLOCK_DATABASE_URL")) {
     settings.database_url = *v;
+    settings.origins["database"] = "CLOCK_DATABASE_URL";
+  }
   if (auto v = lookup(env, "CLOCK_NAMESPACE")) {
     settings.ns = validated_namespace(*v, "CLOCK_NAMESPACE");
     settings.ns_given = true;
+    settings.origins["namespace"] = "CLOCK_NAMESPACE";
   }
-  if (auto v = lookup(env, "CLOCK_OWNER"))
+  if (auto v = lookup(env, "CLOCK_OWNER")) {
     settings.owner = *v;
-  if (auto v = lookup(env, "CLOCK_LOG_LEVEL"))
+    settings.origins["owner"] = "CLOCK_OWNER";
+  }
+  if (auto v = lookup(env, "CLOCK_LOG_LEVEL")) {
     settings.log_level = *v;
+    settings.origins["log_level"] = "CLOCK_LOG_LEVEL";
+  }
 
-  if (flags.database_url)
+  if (flags.database_url) {
     settings.database_url = *flags.database_url;
+    settings.origins["database"] = "--database flag";
+  }
   if (flags.ns) {
     settings.ns = validated_namespace(*flags.ns, "--namespace");
     settings.ns_given = true;
+    settings.origins["namespace"] = "--namespace flag";
   }
   if (flags.log_format) {
+    settings.origins["log_format"] = "--log-format flag";
     if (*flags.log_format != "text" && *flags.log_format != "json") {
       throw Error(ExitCode::usage,
                   "invalid --log-format '" + *flags.log_format + "': use text or json");
@@ -398,8 +422,15 @@ Settings resolve(const Flags& flags, const Environment& env) {
   if (settings.database_url.empty()) {
     settings.database_url = default_database_url(env);
     settings.database_is_default = true;
+    settings.origins.erase("database");  // an empty URL in the file means the default
   }
   return settings;
+}
+
+std::string origin_of(const Settings& settings, const std::string& key) {
+  if (auto it = settings.origins.find(key); it != settings.origins.end())
+    return it->second;
+  return key == "database" ? "default (per-user SQLite)" : "default";
 }
 
 void apply_owner_flag(Settings& settings, const std::optional<std::string>& owner_flag) {
@@ -418,6 +449,7 @@ void apply_owner_flag(Settings& settings, const std::optional<std::string>& owne
       return;
   }
   settings.owner = *owner_flag;
+  settings.origins["owner"] = "--owner flag";
 }
 
 }  // namespace clk::config

@@ -37,7 +37,16 @@ struct Settings {
   bool allow_network_filesystem = false;
   std::filesystem::path config_file;  // the file that was read, if any
   std::vector<std::string> warnings;  // one line each, for the caller to log
+  // Where each setting that is not a built-in default came from, keyed as in
+  // the config file ("database", "lock.ttl"): "--database flag",
+  // "CLOCK_DATABASE_URL", "config file PATH (key database)". See origin_of().
+  std::map<std::string, std::string> origins;
 };
+
+// Where the setting `key` (a config file key) came from: its entry in
+// Settings::origins, else "default" ("default (per-user SQLite)" for the
+// database).
+std::string origin_of(const Settings& settings, const std::string& key);
 
 // What the command line said; unset fields fall through to env, file, defaults.
 struct Flags {

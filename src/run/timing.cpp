@@ -25,11 +25,13 @@ bool leaves_room(milliseconds ttl, milliseconds heartbeat, milliseconds kill_aft
   return ttl > heartbeat + kill_after + safety_margin(ttl);
 }
 
-// Operators type whole seconds; suggest a value they can type and that works.
-milliseconds round_up_for_humans(milliseconds ttl) {
-  if (ttl < 1s)
-    return ttl;
-  return std::chrono::ceil<std::chrono::seconds>(ttl);
+// Whether a TTL works for these options, with the timings the operator left
+// at their defaults scaled with that TTL, as clock run would scale them.
+bool works_with_defaults(milliseconds ttl, const RunOptions& options, bool heartbeat_chosen,
+                         bool kill_after_chosen) {
+  milliseconds heartbeat = heartbeat_chosen ? options.heartbeat : default_heartbeat(ttl);
+  milliseconds kill_after = kill_after_chosen ? options.kill_after : default_kill_after(ttl);
+  return leaves_room(ttl, heartbeat, kill_after);
 }
 
 std::string lease_label(const RunOptions& options) {
@@ -56,6 +58,27 @@ std::vector<ChosenTiming> chosen_timings(const RunOptions& options) {
 }
 
 }  // namespace
+
+milliseconds suggested_ttl(const RunOptions& options) {
+  bool heartbeat_chosen = options.heartbeat != default_heartbeat(options.ttl);
+  bool kill_after_chosen = options.kill_after != default_kill_after(options.ttl);
+  auto works = [&](milliseconds ttl) {
+    return works_with_defaults(ttl, options, heartbeat_chosen, kill_after_chosen);
+  };
+  // The defaults' integer steps make "works" not quite monotonic in the
+  // TTL, so the first that works is found by counting up (a few thousand
+  // steps at most for TTLs under a minute; this runs only to word an error).
+  milliseconds ttl = std::max(options.ttl + 1ms, 1ms);
+  while (!works(ttl))
+    ++ttl;
+  if (ttl < 1s)
+    return ttl;
+  // Operators type whole seconds: the next whole second that works.
+  milliseconds whole = std::chrono::ceil<std::chrono::seconds>(ttl);
+  while (!works(whole))
+    whole += 1s;
+  return whole;
+}
 
 milliseconds safety_margin(milliseconds ttl) {
   return std::clamp(ttl / 20, k_min_margin, k_max_margin);
@@ -140,8 +163,7 @@ void check_timing(const RunOptions& options) {
                   "--ttl of at least {} or shorten --kill-after/--heartbeat",
                   format_duration(options.ttl), format_duration(options.kill_after),
                   format_duration(safety_margin(options.ttl)), format_duration(options.heartbeat),
-                  format_duration(
-                      round_up_for_humans(minimum_ttl(options.heartbeat, options.kill_after)))));
+                  format_duration(suggested_ttl(options))));
 }
 
 milliseconds retry_delay(int attempt, milliseconds heartbeat, double jitter) {

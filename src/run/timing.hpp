@@ -27,6 +27,12 @@ std::chrono::steady_clock::time_point lease_deadline(
 // The smallest TTL that check_timing accepts for these settings.
 milliseconds minimum_ttl(milliseconds heartbeat, milliseconds kill_after);
 
+// The TTL that check_timing's refusal suggests: the first above options.ttl
+// that it accepts with the same --heartbeat and --kill-after where the
+// operator chose them, and their TTL-scaled defaults where not (so the
+// suggestion works as typed); whole seconds from 1s up.
+milliseconds suggested_ttl(const RunOptions& options);
+
 // The longest database outage a run rides out, in its worst phase: the
 // outage begins just as a renewal is due, so the last renewal that succeeded
 // started a whole heartbeat earlier, and the child is stopped at that start

@@ -369,6 +369,12 @@ class Store {
   // init and clock status -v print each as a warning): one line each, none
   // when all is well or when the backend cannot tell. Never throws.
   virtual std::vector<std::string> setup_warnings() = 0;
+
+  // What `clock run` needs of the database that this login lacks (clock
+  // check): one line each, naming the fix; empty when nothing is missing or
+  // the backend grants by file mode (SQLite). Throws like status() when the
+  // backend cannot be asked.
+  virtual std::vector<std::string> missing_run_privileges() { return {}; }
 };
 
 }  // namespace clk::store

@@ -189,9 +189,10 @@ TEST_SUITE("postgres") {
     long long token = granted_token(psql.execute(try_acquire_sql("shared_job", owner)));
     psql.execute("COMMIT");
 
-    Result held = env.clock({"acquire", "-n", "-r", "shared_job"});
+    Result held = env.clock({"-v", "acquire", "-n", "-r", "shared_job"});
     CHECK_EXIT(held, 75);
-    CHECK(held.err.find(owner) != std::string::npos);  // says who holds it
+    CHECK(held.err.find(owner) !=
+          std::string::npos);  // says who holds it (-v: -n is quiet in a pipe)
     auto holders = env.holders_of("shared_job");
     REQUIRE(holders.size() == 1);
     CHECK(holders[0].value("owner", "") == owner);

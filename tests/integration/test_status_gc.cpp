@@ -117,7 +117,9 @@ TEST_SUITE("status and gc") {
       end = table.out.find('\n', start);
       lines.push_back(table.out.substr(start, end - start));
     }
-    REQUIRE(lines.size() == 5);  // header, a, x held, x waiting #1, x waiting #2
+    REQUIRE(lines.size() == 6);  // database, header, a, x held, x waiting #1, x waiting #2
+    CHECK(lines[0] == "database: " + env.url());
+    lines.erase(lines.begin());
     for (const char* column : {"RESOURCE", "STATE", "OWNER", "HOST", "IP", "PID", "TOKEN", "FOR"})
       CHECK(lines[0].find(column) != std::string::npos);
     auto row_has = [&](std::size_t row, const std::string& resource, const std::string& state,
@@ -143,7 +145,7 @@ TEST_SUITE("status and gc") {
     TestEnv env;
     Result empty = env.clock({"status"});
     CHECK_EXIT(empty, 1);
-    CHECK(empty.out == "no locks held\n");
+    CHECK(empty.out == "database: " + env.url() + "\nno locks held\n");
     CHECK(empty.err.empty());
     CHECK_EXIT(env.clock({"status", "--format", "json"}), 1);
     CHECK_EXIT(env.clock({"status", "--format", "prometheus"}), 0);  // an exporter

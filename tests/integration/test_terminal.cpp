@@ -154,6 +154,23 @@ TEST_SUITE("terminal") {
     CHECK(piped->running());  // still waiting: the lines came while it waited
   }
 
+  // Off a terminal -n is as quiet as flock -n (test_setup_visibility.cpp);
+  // on one, someone is looking: the refusal says who holds the lock.
+  TEST_CASE("-n on a busy resource with stderr a terminal prints who holds it, exit 75") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "job", "--ttl", "5m"});
+    Tmux tmux(env);
+    tmux.start("skip",
+               "\"$T_CLOCK\" run -n -r job -- true; echo \"exit $?\" > \"$T_DIR/skip.done\"; "
+               "sleep 120");
+    REQUIRE(await([&] { return !read_file(env.path("skip.done")).empty(); }, 30s));
+    CHECK(read_file(env.path("skip.done")) == "exit 75\n");
+    std::string pane = tmux.capture("skip");
+    INFO("pane:\n" << pane);
+    CHECK(pane.find("not acquired") != std::string::npos);
+    CHECK(pane.find(holder.owner) != std::string::npos);
+  }
+
   TEST_CASE("status colours its STATE column on a terminal, never with NO_COLOR or in a pipe") {
     TestEnv env;
     env.acquire({"-r", "x"});

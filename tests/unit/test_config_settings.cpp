@@ -267,6 +267,31 @@ TEST_SUITE("config::settings") {
     CHECK(s.ttl == 90s);  // default
   }
 
+  TEST_CASE("each key's origin is the layer that set it, the config file with its key") {
+    TempDir dir;
+    Environment env = dir.environment();
+    env["CLOCK_LOG_LEVEL"] = "error";
+    fs::path file = dir.write("clock.toml",
+                              "database = \"sqlite:/from/file.db\"\n"
+                              "namespace = \"file-ns\"\n"
+                              "[lock]\nttl = \"5m\"\n");
+    Flags flags = reading(file);
+    flags.ns = "flag-ns";
+    Settings s = resolve(flags, env);
+    using clk::config::origin_of;
+    CHECK(origin_of(s, "database") == "config file " + file.string() + " (key database)");
+    CHECK(origin_of(s, "lock.ttl") == "config file " + file.string() + " (key lock.ttl)");
+    CHECK(origin_of(s, "namespace") == "--namespace flag");
+    CHECK(origin_of(s, "log_level") == "CLOCK_LOG_LEVEL");
+    CHECK(origin_of(s, "lock.heartbeat") == "default");
+
+    env["CLOCK_DATABASE_URL"] = "sqlite:/from/env.db";
+    CHECK(origin_of(resolve(flags, env), "database") == "CLOCK_DATABASE_URL");
+    flags.database_url = "sqlite:/from/flag.db";
+    CHECK(origin_of(resolve(flags, env), "database") == "--database flag");
+    CHECK(origin_of(resolve({}, dir.environment()), "database") == "default (per-user SQLite)");
+  }
+
   TEST_CASE("an empty namespace flag still counts as given") {
     TempDir dir;
     Environment env = dir.environment();

@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include "error.hpp"
+#include "run/options.hpp"
 #include "run/timing.hpp"
+#include "util/duration.hpp"
 
 using namespace std::chrono_literals;
 using clk::run::milliseconds;
@@ -90,6 +92,26 @@ TEST_CASE("the suggested TTL is rounded up to whole seconds and is accepted") {
   // minimum_ttl(1s, 10s) is about 11.6s; 12s is what to type.
   CHECK(refusal(timings(12s, 1s, 10s)).empty());
   CHECK(!refusal(timings(11s, 1s, 10s)).empty());
+}
+
+// --ttl alone scales --heartbeat and --kill-after with it: the suggestion is
+// what works when typed as --ttl alone (issue 29: 200ms suggested 211ms,
+// which suggested 222ms; 223ms is the first that works).
+TEST_CASE("the TTL suggested for default timings is accepted with the defaults it brings") {
+  using clk::run::default_heartbeat;
+  using clk::run::default_kill_after;
+  for (milliseconds ttl : {50ms, 200ms, 211ms, 222ms}) {
+    CAPTURE(ttl.count());
+    auto options = timings(ttl, default_heartbeat(ttl), default_kill_after(ttl));
+    REQUIRE(!refusal(options).empty());
+    milliseconds suggested = clk::run::suggested_ttl(options);
+    CAPTURE(suggested.count());
+    CHECK(refusal(timings(suggested, default_heartbeat(suggested), default_kill_after(suggested)))
+              .empty());
+    CHECK(refusal(options).find("at least " + clk::util::format_duration(suggested)) !=
+          std::string::npos);
+  }
+  CHECK(clk::run::suggested_ttl(timings(200ms, 100ms, 20ms)) == 223ms);
 }
 
 TEST_CASE("renewal retries back off exponentially from a tenth of the heartbeat to the heartbeat") {

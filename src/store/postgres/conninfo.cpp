@@ -203,16 +203,18 @@ void url_authority(const std::string& url, std::string& hosts, std::string& port
     host_list.push_back(percent_decoded(item.substr(0, colon)));
     port_list.push_back(colon == std::string::npos ? "" : item.substr(colon + 1));
   }
+  // Empty entries keep their place: "," is two hosts without ports.
   auto join = [](const std::vector<std::string>& parts) {
     std::string out;
-    for (const auto& part : parts)
-      out += (out.empty() ? "" : ",") + part;
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      out += (i == 0 ? "" : ",") + parts[i];
     return out;
   };
   hosts = join(host_list);
+  // As libpq's URL parser: one host without a port leaves the port unset
+  // (PGPORT applies), but several hosts set it to a list ("," for two hosts
+  // without ports), so PGPORT is ignored and each empty entry is 5432.
   ports = join(port_list);
-  if (ports.find_first_not_of(',') == std::string::npos)
-    ports.clear();
 }
 
 }  // namespace

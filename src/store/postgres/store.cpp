@@ -17,6 +17,7 @@
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/postgres/connection.hpp"
+#include "store/postgres/privileges.hpp"
 #include "store/postgres/replication.hpp"
 #include "store/postgres/rows.hpp"
 #include "store/postgres/schema.hpp"
@@ -158,6 +159,10 @@ class PostgresStore::Impl {
     if (auto warning = pg::secrets_in_server_log_warning(m_conn))
       warnings.push_back(std::move(*warning));
     return warnings;
+  }
+
+  std::vector<std::string> missing_run_privileges() {
+    return pg::missing_run_privileges(m_conn, m_schema);
   }
 
   // What the last blocked attempt said about when to look again without
@@ -666,6 +671,11 @@ void PostgresStore::rest() {
 
 std::vector<std::string> PostgresStore::setup_warnings() {
   return m_impl->setup_warnings();
+}
+
+std::vector<std::string> PostgresStore::missing_run_privileges() {
+  m_impl->patience(k_command_patience);
+  return m_impl->missing_run_privileges();
 }
 
 std::unique_ptr<Store> make_postgres_store(const StoreOptions& options) {
