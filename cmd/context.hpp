@@ -13,7 +13,6 @@
 #include "config/settings.hpp"
 #include "lock/owner.hpp"
 #include "output/render.hpp"
-#include "run/guard.hpp"
 #include "store/store.hpp"
 
 namespace clk::cmd {
@@ -26,9 +25,6 @@ struct Context {
   // Everything after the first `--`: the command of `clock run`, passed on
   // untouched (flags and all), so CLI11 never sees it.
   std::vector<std::string> command;
-  // clock run's guard, forked by main before it builds anything, or none:
-  // run forks its own then.
-  std::unique_ptr<run::Guard> guard;
 
   std::unique_ptr<store::Store> open_store() const;
   // The owner (ID.SECRET) from --owner/CLOCK_OWNER, else a new random id and
