@@ -43,8 +43,7 @@ set(CLOCK_MAN_GZ ${CLOCK_PKG_DIR}/clock.1.gz)
 # their strip.
 if(CMAKE_OBJCOPY)
   install(CODE "
-    foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\"
-                       \"${CLOCK_MODULE_SUBDIR}/clock-guard\")
+    foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\")
       set(_clock_elf \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${_clock_elf}\")
       if(CMAKE_INSTALL_DO_STRIP AND EXISTS \"\${_clock_elf}\")
         execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --remove-section=.comment

@@ -13,7 +13,6 @@
 #include "config/settings.hpp"
 #include "lock/owner.hpp"
 #include "output/render.hpp"
-#include "run/guard.hpp"
 #include "store/store.hpp"
 #include "store/store_options.hpp"
 
@@ -27,9 +26,6 @@ struct Context {
   // Everything after the first `--`: the command of `clock run`, passed on
   // untouched (flags and all), so CLI11 never sees it.
   std::vector<std::string> command;
-  // clock run's guard, forked by main before it builds anything, or none:
-  // run forks its own then.
-  std::unique_ptr<run::Guard> guard;
 
   // How to reach the database the settings name.
   store::StoreOptions store_options() const;

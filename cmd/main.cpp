@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <malloc.h>
 #include <map>
-#include <optional>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -86,40 +85,6 @@ void hide_owner_secrets_in_argv(int argc, char** argv) {
         argv[i][k] = 'x';
     }
   }
-}
-
-// The subcommand that `args` (clock's own words, in order) names plainly: the
-// first word that is neither a global flag nor a global option's value. CLI11
-// builds every option of every subcommand before it parses, a tenth of an
-// uncontended `clock run`, so main builds only this one. Help, --version, a
-// flag it does not know, or no known subcommand: none, and main builds them
-// all, so that every message and help text stays as it is.
-std::optional<std::string_view> named_subcommand(const std::vector<std::string>& args,
-                                                 std::initializer_list<std::string_view> known) {
-  static constexpr std::string_view k_with_value[] = {"--config", "--database", "--namespace",
-                                                      "--log-format"};
-  static constexpr std::string_view k_flags[] = {"-v", "-vv", "-vvv", "--verbose", "-q", "--quiet"};
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (std::find(std::begin(k_with_value), std::end(k_with_value), arg) !=
-        std::end(k_with_value)) {
-      ++i;  // its value, whatever it looks like
-      continue;
-    }
-    bool with_inline_value =
-        std::any_of(std::begin(k_with_value), std::end(k_with_value), [&](std::string_view option) {
-          return arg.starts_with(option) && arg.size() > option.size() && arg[option.size()] == '=';
-        });
-    if (with_inline_value ||
-        std::find(std::begin(k_flags), std::end(k_flags), arg) != std::end(k_flags))
-      continue;
-    if (arg.starts_with('-'))
-      return std::nullopt;  // help, --version, or something CLI11 should judge
-    if (std::find(known.begin(), known.end(), arg) != known.end())
-      return arg;
-    return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 // "SQLite sqlite:/…/clock.db, from default (per-user SQLite)": which database
@@ -274,26 +239,6 @@ int main(int argc, char** argv) {
     context.command.assign(dashes + 1, args.end());
     args.erase(dashes, args.end());
   }
-  auto only = named_subcommand(args, {"acquire", "release", "renew", "status", "history", "run",
-                                      "gc", "init", "config", "check"});
-  // Not while a password given on the command line is still in argv: the
-  // guard's copy of argv would show it in ps for the whole run (main blanks
-  // clock's own copy once it has parsed its flags). run forks it later then.
-  // Owner secrets are gone from argv already.
-  bool password_in_argv = std::any_of(
-      args.begin(), args.end(), [](const std::string& arg) { return util::has_password(arg); });
-  if (only == "run" && !password_in_argv) {
-    // Started first thing: the guard program's exec runs beside clock's
-    // parsing and opening of the store. Where a fork of clock guards instead,
-    // it copies fewer page tables now, and what clock allocates afterwards is
-    // its own, not pages shared with the guard that it must copy on its first
-    // write to them.
-    try {
-      context.guard = std::make_unique<run::Guard>();
-    } catch (const Error&) {
-      // run forks it again, and reports the error if it fails again.
-    }
-  }
   CLI::App app(
       "clock: serialize shell jobs across machines through one shared SQL lock table.\n"
       "Example: clock run --resource bootstrap -- ./install.sh",
@@ -317,8 +262,6 @@ int main(int argc, char** argv) {
       "See 'clock COMMAND --help' and man clock.");
   std::map<CLI::App*, cmd::Action> actions;
   auto add = [&](cmd::Action (*register_command)(CLI::App&), const char* name) {
-    if (only && *only != name)
-      return;
     auto action = register_command(app);
     actions[app.get_subcommand(name)] = std::move(action);
   };
@@ -337,7 +280,7 @@ int main(int argc, char** argv) {
   std::reverse(args.begin(), args.end());       // CLI11 takes them last-first
   try {
     app.parse(args);
-    auto chosen = app.get_subcommands();  // "run" may not have been built
+    auto chosen = app.get_subcommands();
     if (has_command && (chosen.empty() || chosen.front()->get_name() != "run")) {
       throw CLI::ExtrasError({"--"});
     }

@@ -258,10 +258,9 @@ Action register_run(CLI::App& app) {
       spdlog::warn("{}", *warning);
     auto jitter = options->jitter ? duration_flag("--jitter", *options->jitter)
                                   : std::chrono::milliseconds(0);
-    // Forked by main before the command line was parsed, else
-    // now: before the store is opened, not between the grant and the
+    // Forked before the store is opened, not between the grant and the
     // command's start.
-    auto guard = context.guard ? std::move(context.guard) : std::make_unique<run::Guard>();
+    run::Guard guard;
     start_jitter(jitter);
     if (options->watch_lease)
       context.settings.watch_lease = true;
@@ -291,7 +290,7 @@ Action register_run(CLI::App& app) {
       store->use_idle_time();
     };
     int status =
-        run::supervise(run, *guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
+        run::supervise(run, guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
           return release_after_run(*store, plan, acquired.grants, end);
         });
     // The release is done and the guard stood down: where the store allows

@@ -1,7 +1,6 @@
-// The guard process: kills the child's process group when clock dies; clock
-// stands it down with SIGKILL when it finishes normally. The guard program
-// (guard/clock_guard.c, started by run/guard_program.cpp) when it is
-// installed, else a fork of clock.
+// The guard process: a fork of clock that kills the child's process group
+// when clock dies; clock stands it down with SIGKILL when it finishes
+// normally.
 #include "run/guard.hpp"
 
 #include <cerrno>
@@ -15,23 +14,26 @@
 #include <unistd.h>
 
 #include "error.hpp"
-#include "run/guard_program.hpp"
 #include "run/signals.hpp"
 
 namespace clk::run {
 
 namespace {
 
-void ignore_group_signals() {
+// The guard's end of the socket pair, in the guard.
+constexpr int k_guard_fd = 3;
+
+// One policy, whatever signal reaches the group: only SIGKILL (and SIGSTOP)
+// act on the guard. Signals pending since the fork are discarded by being
+// ignored; then nothing stays blocked.
+void ignore_all_signals() {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
-  for (int signo : k_forwarded_signals)
-    sigaction(signo, &ignore, nullptr);
-  // It shares the child's group, so Ctrl-Z and background terminal access
-  // reach it too; only the child should stop.
-  for (int signo : {SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE})
-    sigaction(signo, &ignore, nullptr);
+  for (int signo = 1; signo < NSIG; ++signo) {
+    if (signo != SIGKILL && signo != SIGSTOP)
+      sigaction(signo, &ignore, nullptr);  // the C library's own ones refuse: fine
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -55,8 +57,9 @@ void close_all_but(int fd) {
   }
 }
 
+// The forked child: only async-signal-safe calls, then _exit.
 [[noreturn]] void run_guard(int fd) {
-  ignore_group_signals();
+  ignore_all_signals();
   setpgid(0, 0);
   close_all_but(fd);
   prctl(PR_SET_NAME, "clock-guard", 0, 0, 0);
@@ -82,41 +85,34 @@ void close_all_but(int fd) {
                                             "; check the process limits");
 }
 
+sigset_t all_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  return all;
+}
+
 }  // namespace
 
 Guard::Guard() {
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     fail("socketpair");
-  // The program costs clock a clone (a vfork and the start of an exec where
-  // the clone is not available); a fork costs it a copy of its page tables
-  // and a copy-on-write fault for every page it writes afterwards.
-  if (auto program = find_guard_program()) {
-    if (pid_t pid = launch_guard_program(*program, fds[0]); pid > 0) {
-      close(fds[0]);
-      m_pid = pid;
-      m_fd = fds[1];
-      m_reported = false;
-      return;
+  pid_t pid;
+  {
+    // No handler of clock's may run in the guard before it ignores them all.
+    BlockedSignals blocked(all_signals());
+    pid = fork();
+    if (pid == 0) {
+      close(fds[1]);
+      run_guard(fds[0]);
     }
   }
-  fork_guard(fds);
-}
-
-void Guard::fork_guard(int fds[2]) {
-  // No handler of clock's may run in the guard before it ignores them.
-  BlockedSignals blocked;
-  pid_t pid = fork();
   if (pid < 0) {
     int saved = errno;
     close(fds[0]);
     close(fds[1]);
     errno = saved;
     fail("fork");
-  }
-  if (pid == 0) {
-    close(fds[1]);
-    run_guard(fds[0]);
   }
   close(fds[0]);
   m_pid = pid;
@@ -132,29 +128,6 @@ void Guard::fork_guard(int fds[2]) {
     errno = saved;
     fail("setpgid");
   }
-}
-
-pid_t Guard::process_group() {
-  if (m_reported)
-    return m_pid;
-  char byte;
-  ssize_t n;
-  while ((n = read(m_fd, &byte, 1)) < 0 && errno == EINTR) {
-  }
-  m_reported = true;
-  if (n == 1)
-    return m_pid;
-  // The program could not start (or died): a fork of clock guards instead.
-  close(m_fd);
-  m_fd = -1;
-  while (waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  m_pid = -1;
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-    fail("socketpair");
-  fork_guard(fds);
-  return m_pid;
 }
 
 Guard::~Guard() {

@@ -43,8 +43,8 @@ int supervise(const RunOptions& options, const Renew& renew,
               const AfterChild& after_child = {});
 
 // The same with the guard process forked earlier by the caller (`clock run`
-// forks it before it connects and waits, while clock is small and not
-// between a grant and the child's start: the hand-over path), and with a
+// forks it before it connects and waits, not between a grant and the
+// child's start: the hand-over path), and with a
 // check between renewals that finds a lost lease sooner.
 int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease,
               std::chrono::steady_clock::time_point first_renewal_start,

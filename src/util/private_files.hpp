@@ -1,7 +1,6 @@
-// Where clock finds its private files (the PostgreSQL module, the guard
-// program): next to the binary (a build tree), in the private folder relative
-// to it (an install unpacked elsewhere, as `dpkg -x` does), then where it was
-// installed.
+// Where clock finds its private files (the PostgreSQL module): next to the binary (a build tree),
+// in the private folder relative to it (an install unpacked elsewhere, as `dpkg -x` does), then
+// where it was installed.
 #pragma once
 
 #include <filesystem>

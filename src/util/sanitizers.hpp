@@ -1,8 +1,6 @@
 // Whether this build runs under AddressSanitizer or ThreadSanitizer, for the
-// few places that step aside for them: the quick exit (their leak check runs
-// at a normal exit), SQLite's memory pool (ASan checks malloc's blocks, not
-// ours) and the cloned guard start (they do not expect a process sharing
-// clock's memory). GCC defines __SANITIZE_*__; Clang answers __has_feature.
+// one place that steps aside for them: the quick exit (their leak check runs
+// at a normal exit). GCC defines __SANITIZE_*__; Clang answers __has_feature.
 #pragma once
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -3,13 +3,14 @@
 # `clock run -- true` beside `flock`) for several clock binaries in one run,
 # to tell whether a change pays before it goes in. Each binary gets a SQLite
 # file of its own and 25 warm-up runs; the runs are interleaved (bench.py
-# latency), so the machine's load falls on all of them alike.
+# latency), so the machine's load falls on all of them alike. Prints the
+# median wall time and the median CPU time (user + sys of the process and
+# the children it reaped) of each.
 #
 #   tests/bench/compare.sh [-n RUNS] BINARY...        (RUNS: 500 by default)
 #
-# Copy each build's `clock` (and its `clock-guard`) into a folder of its own
-# first: a binary measured here must not be rebuilt while it runs. On a
-# machine others share, `chrt -f 10 tests/bench/compare.sh …` (as root) lets
+# Copy each build's `clock` into a folder of its own first: a binary measured
+# here must not be rebuilt while it runs. On a machine others share, `chrt -f 10 tests/bench/compare.sh …` (as root) lets
 # the runs preempt the other work; compare only binaries measured in one call,
 # and repeat one before believing a difference under 0.05 ms.
 set -euo pipefail
@@ -38,9 +39,10 @@ python3 - "$work/results.jsonl" "$@" <<'PY'
 import json, sys
 results = {row["key"]: row for row in map(json.loads, open(sys.argv[1]))}
 flock = results["flock"]
-print(f"flock    median {flock['median']:.3f} ms (CPU {flock['cpu_median']:.3f})")
+print(f"flock    wall median {flock['median']:.3f} ms, CPU median {flock['cpu_median']:.3f} ms")
 for i, binary in enumerate(sys.argv[2:], 1):
     row = results[f"clock{i}"]
-    print(f"clock{i}   median {row['median']:.3f} ms = {row['median'] / flock['median']:.2f}x flock "
-          f"(CPU {row['cpu_median']:.3f}, p10 {row['p10']:.3f}, p90 {row['p90']:.3f})  {binary}")
+    print(f"clock{i}   wall median {row['median']:.3f} ms = {row['median'] / flock['median']:.2f}x flock "
+          f"(p10 {row['p10']:.3f}, p90 {row['p90']:.3f}), CPU median {row['cpu_median']:.3f} ms "
+          f"= {row['cpu_median'] / flock['cpu_median']:.2f}x flock  {binary}")
 PY

@@ -300,9 +300,8 @@ TEST_SUITE("hostile input") {
     CHECK(history.out.find("hunter") == std::string::npos);
   }
 
-  // clock run starts its guard before parsing when it can: not with a
-  // password in argv, or a forked guard's copy of argv would keep it visible.
-  // The guard program has an argv of its own.
+  // clock run forks its guard after parsing, once main has blanked the
+  // password in argv: the guard's copy of argv would keep it visible.
   TEST_CASE("a password given with --database is not in the guard's /proc/PID/cmdline" *
             only_on("postgres")) {
     TestEnv env;

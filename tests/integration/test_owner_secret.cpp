@@ -224,19 +224,9 @@ TEST_SUITE("owner secret") {
 
   TEST_CASE("an owner secret given with --owner is not in ps of clock run or its guard") {
     TestEnv env;
+    // The guard is a fork of clock, with a copy of clock's memory (argv too)
+    // made when it forked.
     run_shows_no_secret(env, TestEnv::clock_binary());
-  }
-
-  TEST_CASE("an owner secret given with --owner is not in ps of a forked guard either" *
-            only_on("sqlite")) {
-    TestEnv env;
-    // A copy of the binary alone in a folder finds no guard program: a fork
-    // of clock guards, with a copy of clock's memory (argv too) made when it
-    // forked.
-    fs::create_directory(env.path("alone"));
-    const fs::path alone = env.path("alone") / "clock";
-    fs::copy_file(TestEnv::clock_binary(), alone);
-    run_shows_no_secret(env, alone.string());
   }
 
   TEST_CASE("an owner secret given with --owner is not in ps of a waiting clock acquire") {

@@ -91,15 +91,12 @@ else
   skip "the binary is stripped (no readelf)"
 fi
 
-# The guard program beside the module, found from the unpacked binary: the
-# command's process group is led by it, not by a fork of clock.
-guard_program=$(compgen -G "$fs/usr/lib/*/clock/clock-guard")
-check "the guard program is installed beside the PostgreSQL module" test -x "$guard_program"
-check "clock run puts the command in the guard program's process group" \
+# The guard, a fork of the installed clock, leads the command's process group.
+check "clock run puts the command in a process group led by its guard (clock-guard)" \
   bash -c 'leader=$("$1" --database "sqlite:$2" run -r guard -- \
-             sh -c "readlink /proc/\$(ps -o pgid= -p \$\$ | tr -d \" \")/exe") &&
-           [[ $leader == "$3" ]] || { echo "group leader: $leader"; false; }' \
-  _ "$clock" "$root/state/guard.db" "$guard_program"
+             sh -c "cat /proc/\$(ps -o pgid= -p \$\$ | tr -d \" \")/comm") &&
+           [[ $leader == clock-guard ]] || { echo "group leader: $leader"; false; }' \
+  _ "$clock" "$root/state/guard.db"
 
 # --- the man page -----------------------------------------------------------------
 man_gz=$fs/usr/share/man/man1/clock.1.gz

@@ -18,7 +18,6 @@
 #include <sqlite3.h>
 
 #include "error.hpp"
-#include "store/sqlite/memory_pool.hpp"
 #include "util/random_seed.hpp"
 
 namespace clk::store::sqlite {
@@ -193,7 +192,6 @@ std::vector<std::string> lock_holders(const std::string& file) {
 void configure_library_once() {
   static const bool configured = [] {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    use_memory_pool();
     // No bulk of 20 page slots set up front for each page cache (the file's,
     // and each temporary b-tree's, as an IN list builds): writing each slot's
     // header touched some 22 fresh pages of memory per cache, a page fault
