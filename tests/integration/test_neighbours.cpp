@@ -289,20 +289,6 @@ TEST_SUITE("neighbours") {
     CHECK(contains(from_file.err, "lock.ttl"));
   }
 
-  TEST_CASE("a lease stored with an expiry past year 9999 before the cap does not break status" *
-            only_on("postgres")) {
-    TestEnv env;
-    env.acquire({"-r", "far"});
-    REQUIRE_EXIT(env.shell("psql -X -q -d \"$CLOCK_DATABASE_URL\" -c \"UPDATE clock.leases "
-                           "SET expires_at = timestamptz '12000-01-01 00:00:00+00'\""),
-                 0);
-    for (const char* format : {"table", "json", "prometheus"}) {
-      CAPTURE(format);
-      CHECK_EXIT(env.clock({"status", "--format", format}), 0);
-    }
-    CHECK(env.holders_of("far").size() == 1);
-  }
-
   TEST_CASE("more than 64 resources in one call exit 64; 64 are taken") {
     TestEnv env;
     std::vector<std::string> many;

@@ -45,10 +45,7 @@ AS $$
   UNION ALL
   SELECT 'holder', l.namespace, l.resource, l.owner, l.mode, l.slots, l.token, l.depth,
          (l.acquired_at AT TIME ZONE 'UTC')::text, (l.renewed_at AT TIME ZONE 'UTC')::text,
-         -- An expiry past year 9999 (a TTL from before --ttl had a cap) is shown as
-         -- the last instant of 9999, which the client can read.
-         (least(l.expires_at, timestamptz '9999-12-31 23:59:59.999999+00') AT TIME ZONE 'UTC')::text,
-         coalesce(l.expires_at <= n.now, false),
+         (l.expires_at AT TIME ZONE 'UTC')::text, coalesce(l.expires_at <= n.now, false),
          l.host, l.ip, l.pid, l.user_name, l.command,
          (l.owner_started_at AT TIME ZONE 'UTC')::text, l.db_user
   FROM @schema@.leases l, n
