@@ -113,11 +113,13 @@ check "man --warnings: no groff warnings" \
 conffiles=$(dpkg-deb -I "$deb" conffiles 2>&1)
 check "conffiles lists /etc/clock/clock.toml" grep -qx /etc/clock/clock.toml <<<"$conffiles"
 check "/etc/clock/clock.toml is in the package" test -f "$fs/etc/clock/clock.toml"
-# status exits 1 when nothing is held (its documented exit status).
+# status exits 1 when nothing is held (its documented exit status), after
+# the line that names the database it read.
 check "clock accepts the shipped /etc/clock/clock.toml" \
   bash -c 'out=$(env -u CLOCK_DATABASE_URL -u CLOCK_NAMESPACE -u CLOCK_LOG_LEVEL \
              "$1" --config "$2" --database "sqlite:$3" status); rc=$?
-           [[ $rc -eq 1 && $out == "no locks held" ]] || { echo "exit $rc: $out"; false; }' \
+           [[ $rc -eq 1 && $out == "database: sqlite:$3"$'"'"'\n'"'"'"no locks held" ]] ||
+             { echo "exit $rc: $out"; false; }' \
   _ "$clock" "$fs/etc/clock/clock.toml" "$root/state/clock.db"
 
 # --- completions ------------------------------------------------------------------
