@@ -16,6 +16,23 @@ namespace clk::lock {
 using Token = std::int64_t;
 using Instant = std::chrono::system_clock::time_point;
 
+// An instant stored as a count of `Unit` since the epoch. The count is what
+// the database holds, which any earlier version may have written: a lease
+// taken before --ttl had a cap can expire past year 2262, the last instant a
+// nanosecond system_clock holds. Such counts read as that last instant (and
+// the first, for the past), instead of overflowing.
+template <typename Unit>
+Instant instant_since_epoch(std::int64_t count) {
+  constexpr auto k_latest = std::chrono::duration_cast<Unit>(Instant::max().time_since_epoch());
+  constexpr auto k_earliest = std::chrono::duration_cast<Unit>(Instant::min().time_since_epoch());
+  const Unit since{count};
+  if (since >= k_latest)
+    return Instant::max();
+  if (since <= k_earliest)
+    return Instant::min();
+  return Instant(std::chrono::duration_cast<Instant::duration>(since));
+}
+
 // A lease's time-to-live when neither flag, environment nor config file sets
 // one: long enough to outlast a slow database failover, short enough that a
 // dead holder's lock frees within minutes.

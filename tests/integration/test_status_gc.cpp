@@ -170,6 +170,32 @@ TEST_SUITE("status and gc") {
     CHECK_EXIT(env.clock({"status", "ldap"}), 1);
   }
 
+  // Before --ttl had a cap a lease could be stored expiring past year 2262,
+  // the last instant a nanosecond clock holds (and on PostgreSQL past 9999,
+  // whose text has a longer year): every reader still reads it, as held.
+  TEST_CASE("a lease stored with an expiry past year 9999 is read as held by every reader") {
+    TestEnv env;
+    env.acquire({"-r", "far.future", "--ttl", "60s"});
+    const std::string forge =
+        backend_name() == "sqlite"
+            ? "sqlite3 \"${CLOCK_DATABASE_URL#sqlite:}\" \"UPDATE leases SET expires_at = "
+              "317000000000000 WHERE resource = 'far.future'\""  // year 12015, in ms
+            : "psql -X -q -v ON_ERROR_STOP=1 -d \"$CLOCK_DATABASE_URL\" -c \"UPDATE clock.leases "
+              "SET expires_at = '12000-01-01 00:00:00+00' WHERE resource = 'far.future'\"";
+    REQUIRE_EXIT(env.shell(forge), 0);
+
+    Result table = env.clock({"status"});
+    CHECK_EXIT(table, 0);
+    CHECK(table.out.find("far.future") != std::string::npos);
+    auto holders = env.holders_of("far.future");  // status --format json
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0].value("expires_at", "").rfind("2262-", 0) == 0);
+    CHECK_EXIT(env.clock({"status", "--format", "prometheus"}), 0);
+    CHECK_EXIT(env.clock({"status", "--all"}), 0);
+    CHECK_EXIT(env.clock({"history"}), 0);
+    CHECK_EXIT(env.clock({"acquire", "-n", "-r", "far.future"}), 75);
+  }
+
   TEST_CASE("gc removes expired leases but tokens keep growing") {
     TestEnv env;
     Acquired expiring = env.acquire({"-r", "x", "--ttl", "1s"});

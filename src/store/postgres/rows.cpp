@@ -57,7 +57,7 @@ std::int64_t integer_of(const json& value) {
 }
 
 lock::Instant instant_of(const json& value) {
-  return lock::Instant(std::chrono::microseconds(integer_of(value)));
+  return lock::instant_since_epoch<std::chrono::microseconds>(integer_of(value));
 }
 
 std::optional<lock::Instant> optional_instant_of(const json& value) {
@@ -312,7 +312,9 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   throw Error(ExitCode::internal, std::string("unreadable instant from PostgreSQL: ") + text);
 }
 
-// "YYYY-MM-DD HH:MM:SS[.ffffff]", UTC, as status_rows() writes it.
+// "YYYY-MM-DD HH:MM:SS[.ffffff]", UTC, as status_rows() writes it. The year
+// has more digits past 9999, which PostgreSQL stores (a lease taken before
+// --ttl had a cap): such an instant reads as the latest one clock can hold.
 lock::Instant parse_utc(const char* text) {
   const std::size_t length = std::strlen(text);
   auto number = [&](std::size_t at, std::size_t digits) {
@@ -325,11 +327,18 @@ lock::Instant parse_utc(const char* text) {
     }
     return value;
   };
+  const char* first_dash = std::strchr(text, '-');
+  const std::size_t year_digits = first_dash ? static_cast<std::size_t>(first_dash - text) : 0;
+  if (year_digits > 4 && year_digits <= 6) {
+    number(0, year_digits);  // a year past 9999, or not a year at all
+    return lock::Instant::max();
+  }
   if (length < 19 || text[4] != '-' || text[7] != '-' || text[10] != ' ' || text[13] != ':' ||
       text[16] != ':') {
     unreadable_instant(text);
   }
-  const auto days = days_from_civil(number(0, 4), static_cast<unsigned>(number(5, 2)),
+  const std::int64_t year = number(0, 4);
+  const auto days = days_from_civil(year, static_cast<unsigned>(number(5, 2)),
                                     static_cast<unsigned>(number(8, 2)));
   const auto seconds = days * 86400 + number(11, 2) * 3600 + number(14, 2) * 60 + number(17, 2);
   std::int64_t micros = 0;
@@ -339,7 +348,7 @@ lock::Instant parse_utc(const char* text) {
     for (std::size_t i = digits; i < 6; ++i)
       micros *= 10;
   }
-  return lock::Instant(std::chrono::microseconds(seconds * 1'000'000 + micros));
+  return lock::instant_since_epoch<std::chrono::microseconds>(seconds * 1'000'000 + micros);
 }
 
 std::string text_at(const RowView& row, int column) {

@@ -4,7 +4,7 @@
 namespace clk::store::sqlite {
 
 lock::Instant instant_of(std::int64_t ms) {
-  return lock::Instant(std::chrono::milliseconds(ms));
+  return lock::instant_since_epoch<std::chrono::milliseconds>(ms);
 }
 
 std::int64_t ms_of(lock::Instant instant) {
