@@ -4,9 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
-
 #include <errmsg.h>
+#include <mutex>
 #include <mysql.h>
 #include <mysqld_error.h>
 
@@ -21,16 +20,23 @@ Trouble classify(unsigned error_number) {
     case CR_SERVER_GONE_ERROR:          // 2006
     case CR_SERVER_LOST:                // 2013 lost during a query
       return Trouble::unavailable;
-    case ER_LOCK_DEADLOCK:       // 1213 (also Galera's certification failure)
+    case ER_LOCK_DEADLOCK:      // 1213 (also Galera's certification failure)
     case ER_LOCK_WAIT_TIMEOUT:  // 1205
       return Trouble::retry;
+    case ER_DBACCESS_DENIED_ERROR:            // 1044
+    case ER_ACCESS_DENIED_ERROR:              // 1045
+    case ER_BAD_DB_ERROR:                     // 1049 unknown database
+    case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:  // 1698 (unix_socket)
+      return Trouble::refused;
     default:
       return Trouble::internal;
   }
 }
 
 ServerTrouble::ServerTrouble(Trouble trouble, unsigned number, std::string message)
-    : clk::Error(trouble == Trouble::internal ? ExitCode::internal : ExitCode::unavailable,
+    : clk::Error(trouble == Trouble::internal  ? ExitCode::internal
+                 : trouble == Trouble::refused ? ExitCode::config
+                                               : ExitCode::unavailable,
                  std::move(message)),
       m_trouble(trouble),
       m_number(number) {}
@@ -222,9 +228,9 @@ void Statement::bind_and_execute(const Params& params) {
     throw clk::Error(ExitCode::internal, "MariaDB: " + m_what + ": statement already failed");
   unsigned long expected = mysql_stmt_param_count(m_handle);
   if (expected != params.size()) {
-    throw clk::Error(ExitCode::internal, "MariaDB: " + m_what + " has " +
-                                             std::to_string(expected) + " placeholders but " +
-                                             std::to_string(params.size()) + " parameters");
+    throw clk::Error(ExitCode::internal, "MariaDB: " + m_what + " has " + std::to_string(expected) +
+                                             " placeholders but " + std::to_string(params.size()) +
+                                             " parameters");
   }
   std::vector<MYSQL_BIND> binds(params.size());
   std::vector<long long> integers(params.size());

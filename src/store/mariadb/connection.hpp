@@ -41,18 +41,22 @@ namespace clk::store::mariadb {
 enum class Trouble {
   unavailable,  // the server is full, gone or unreachable: reconnect, back off, try again
   retry,        // deadlock (1213) or lock wait timeout (1205): the statement was rolled back
+  refused,      // the login or its database is refused: the configuration must change
   internal,     // anything else: a bug or a schema out of date
 };
 
 // The class of a server or client error number (mysqld_error.h, errmsg.h):
 // 1040 too many connections, 1203 too many connections for the user, 2002
 // and 2003 cannot connect, 2006 server gone, 2013 lost during a query →
-// unavailable; 1213 and 1205 → retry; the rest → internal.
+// unavailable; 1213 and 1205 → retry; 1044 and 1045 access denied, 1049
+// unknown database, 1698 unix_socket login refused → refused; the rest →
+// internal.
 Trouble classify(unsigned error_number);
 
 // A statement or connect that failed on the server's side. code() is
-// unavailable (69) for unavailable and retry, internal (70) for the rest,
-// so that an uncaught one still exits with the right code.
+// unavailable (69) for unavailable and retry, config (78) for refused,
+// internal (70) for the rest, so that an uncaught one still exits with the
+// right code.
 class ServerTrouble : public clk::Error {
  public:
   ServerTrouble(Trouble trouble, unsigned number, std::string message);
