@@ -15,7 +15,8 @@ namespace {
 [[noreturn]] void refuse(const std::string& url, const std::string& why) {
   throw Error(ExitCode::config,
               "invalid MariaDB URL '" + util::mask_passwords(url, util::Words::until_keyword) +
-                  "': " + why + " (the form is mysql://user[:password]@host[:port]/database[?socket=…])");
+                  "': " + why +
+                  " (the form is mysql://user[:password]@host[:port]/database[?socket=…])");
 }
 
 int hex_value(char c) {
@@ -96,9 +97,10 @@ void apply_option(const std::string& url, MariadbUrl& out, std::string key, std:
   } else if (key == "tls-version") {
     set_once(url, key, tls.version, std::move(value));
   } else {
-    refuse(url, "unknown option '" + key +
-                    "' (known: socket, group, defaults-file, ssl, ssl-verify-server-cert, ssl-ca, "
-                    "ssl-capath, ssl-cert, ssl-key, ssl-cipher, ssl-crl, ssl-crlpath, tls-version)");
+    refuse(url,
+           "unknown option '" + key +
+               "' (known: socket, group, defaults-file, ssl, ssl-verify-server-cert, ssl-ca, "
+               "ssl-capath, ssl-cert, ssl-key, ssl-cipher, ssl-crl, ssl-crlpath, tls-version)");
   }
 }
 
@@ -157,11 +159,10 @@ bool is_mariadb_url(std::string_view url) {
 }
 
 bool is_plain_database_name(std::string_view name) {
-  return !name.empty() && name.size() <= 64 &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '$' || c == '-';
-         });
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || c == '-';
+  });
 }
 
 MariadbUrl parse_mariadb_url(const std::string& url) {
@@ -175,9 +176,11 @@ MariadbUrl parse_mariadb_url(const std::string& url) {
   rest = rest.substr(0, question);
   // The user info ends at the last '@' before the path, as util/password.cpp
   // masks it: an unencoded '@' in a password stays in the password.
-  std::size_t slash = rest.find('/', rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@'));
+  std::size_t slash =
+      rest.find('/', rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@'));
   std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+  std::string_view path =
+      slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
   std::size_t at = authority.rfind('@');
   if (at != std::string_view::npos) {
     std::string_view userinfo = authority.substr(0, at);
