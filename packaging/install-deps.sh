@@ -15,11 +15,17 @@ DEPS=(
   # libraries (see README.md, "Libraries")
   libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
   libspdlog-dev nlohmann-json3-dev doctest-dev
+  # MariaDB Connector/C, linked only into the MariaDB module (issue 30)
+  libmariadb-dev
   # test servers and tools: a throwaway PostgreSQL 15 and pgbouncer per test
   # run (tests/helpers/with-postgres.sh), the sqlite3 shell, tmux for terminal
   # tests, faketime for clock-skew tests, bindfs for a FUSE mount (a file system
   # SQLite refuses) in the SQLite fault tests
   postgresql pgbouncer sqlite3 tmux faketime bindfs
+  # a throwaway MariaDB 10.11 per test entry (tests/helpers/with-mariadb.sh),
+  # its client for the tests' SQL, and galera-4 for the multi-writer tests
+  # of issue 31 (not used yet)
+  mariadb-server mariadb-client galera-4
   # the output contracts (ctest output-*): python3-jsonschema validates the JSON
   # output against packaging/schema/*.schema.json (run with /usr/bin/python3,
   # not a pyenv one); prometheus for promtool, which parses and lints
