@@ -4,6 +4,7 @@
 // main below, which ctest reports as skipped).
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -221,5 +222,74 @@ TEST_SUITE("mariadb connection") {
     MESSAGE("SELECT SLEEP(5) with a 1 s read timeout gave up after "
             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
     CHECK(took < 4s);
+  }
+
+  TEST_CASE("one CALL is one transaction: its result comes back, and a failure undoes it all") {
+    // The shape of every lock procedure to come (docs/mariadb.md): an exit
+    // handler that rolls back, READ COMMITTED for the next transaction only,
+    // the hierarchy slot written first, one result row after the COMMIT.
+    Connection connection(options_for(fresh_database()));
+    connection.execute("tables",
+                       "CREATE TABLE slots (slot INT PRIMARY KEY, writes BIGINT NOT NULL)");
+    connection.execute("tables",
+                       "CREATE TABLE leases (resource VARCHAR(10) PRIMARY KEY, "
+                       "token BIGINT NOT NULL CHECK (token > 0))");
+    connection.execute("slot", "INSERT INTO slots VALUES (1, 0)");
+    connection.execute("procedure",
+                       "CREATE PROCEDURE grant_one(IN p_resource VARCHAR(10), IN p_token BIGINT)\n"
+                       "BEGIN\n"
+                       "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+                       "  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\n"
+                       "  START TRANSACTION;\n"
+                       "  UPDATE slots SET writes = writes + 1 WHERE slot = 1;\n"
+                       "  INSERT INTO leases VALUES (p_resource, p_token);\n"
+                       "  COMMIT;\n"
+                       "  SELECT writes, @@tx_isolation FROM slots WHERE slot = 1;\n"
+                       "END");
+    auto call = connection.prepare("grant", "CALL grant_one(?, ?)");
+    auto rows = call.query({std::string("a"), std::int64_t{1}});
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at(0) == "1");
+    // The session's own level is untouched (no session state left behind).
+    CHECK(rows[0].at(1) == "REPEATABLE-READ");
+    // The CALL's status result was read: the connection is in sync.
+    CHECK(one_value(connection, "SELECT COUNT(*) FROM leases") == "1");
+    unsigned number = 0;
+    CHECK(trouble_of(
+              [&] {
+                call.query({std::string("b"), std::int64_t{0}});
+              },
+              &number) == Trouble::internal);
+    CHECK(number == 4025);                                            // the CHECK constraint
+    CHECK(one_value(connection, "SELECT writes FROM slots") == "1");  // the slot write undone
+    CHECK(trouble_of([&] {
+            connection.prepare("grant", "CALL grant_one(?, ?)")
+                .query({std::string("a"), std::int64_t{2}});
+          }) == Trouble::internal);  // 1062, duplicate key
+    CHECK(one_value(connection, "SELECT writes FROM slots") == "1");
+    CHECK(one_value(connection, "SELECT @@autocommit") == "1");
+  }
+
+  TEST_CASE("what the URL leaves out comes from the option file's [clock] group") {
+    std::string database = fresh_database();
+    std::string file = "/tmp/clock-mariadb-test-" + std::to_string(::getpid()) + ".cnf";
+    {
+      std::FILE* out = std::fopen(file.c_str(), "w");
+      REQUIRE(out);
+      std::fprintf(out, "[client]\nuser=nobody_at_all\n[clock]\nuser=root\nsocket=%s\n",
+                   std::getenv("CLOCK_TEST_MARIADB_SOCKET"));
+      std::fclose(out);
+    }
+    ConnectOptions options;
+    options.url = clk::store::parse_mariadb_url("mysql:///" + database + "?defaults-file=" + file);
+    Connection connection(options);
+    CHECK(one_value(connection, "SELECT DATABASE()") == database);
+    CHECK(one_value(connection, "SELECT SUBSTRING_INDEX(USER(), '@', 1)") == "root");
+    // The URL's user wins over the file's.
+    options.url = clk::store::parse_mariadb_url("mysql://nobody_at_all@/" + database +
+                                                "?defaults-file=" + file);
+    Connection refused(options);
+    CHECK(trouble_of([&] { refused.open(); }) == Trouble::refused);
+    std::remove(file.c_str());
   }
 }

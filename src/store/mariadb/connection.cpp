@@ -261,10 +261,26 @@ void Statement::bind_and_execute(const Params& params) {
     fail();
 }
 
+// A CALL answers with its result sets and then a status packet, each a
+// result of its own: all are read here, so that the next statement on the
+// connection is not "out of sync" (2014), and an error after the first
+// result (a procedure's RESIGNAL) is not missed.
+void Statement::drain_results() {
+  mysql_stmt_free_result(m_handle);
+  while (mysql_stmt_more_results(m_handle)) {
+    int next = mysql_stmt_next_result(m_handle);
+    if (next > 0)
+      fail();
+    if (next < 0)
+      break;
+    mysql_stmt_free_result(m_handle);
+  }
+}
+
 std::uint64_t Statement::execute(const Params& params) {
   bind_and_execute(params);
   auto affected = mysql_stmt_affected_rows(m_handle);
-  mysql_stmt_free_result(m_handle);
+  drain_results();
   return affected == static_cast<my_ulonglong>(-1) ? 0 : affected;
 }
 
@@ -272,8 +288,10 @@ std::vector<Row> Statement::query(const Params& params) {
   bind_and_execute(params);
   std::vector<Row> rows;
   MYSQL_RES* meta = mysql_stmt_result_metadata(m_handle);
-  if (!meta)
+  if (!meta) {
+    drain_results();
     return rows;
+  }
   if (mysql_stmt_store_result(m_handle) != 0) {
     mysql_free_result(meta);
     fail();
@@ -324,7 +342,7 @@ std::vector<Row> Statement::query(const Params& params) {
     }
     rows.push_back(std::move(row));
   }
-  mysql_stmt_free_result(m_handle);
+  drain_results();
   return rows;
 }
 

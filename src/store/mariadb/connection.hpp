@@ -128,13 +128,15 @@ class Statement {
   // Executes it; returns the affected rows (with CLIENT_FOUND_ROWS: the rows
   // an UPDATE matched).
   std::uint64_t execute(const Params& params);
-  // Executes it and returns every row of its result.
+  // Executes it and returns every row of its (first) result. A CALL's
+  // further results are read and dropped; an error among them throws.
   std::vector<Row> query(const Params& params);
 
  private:
   friend class Connection;
   Statement(Connection& connection, std::string_view what, st_mysql_stmt* handle);
   void bind_and_execute(const Params& params);
+  void drain_results();
   [[noreturn]] void fail();
 
   Connection* m_connection;
