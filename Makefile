@@ -11,8 +11,8 @@
 #                      terminal) and one PostgreSQL suite (output contracts)
 #                      against a throwaway server (tests/helpers/with-postgres.sh;
 #                      without PostgreSQL installed it is skipped). Under 5
-#                      minutes on 2 cores: 172 s with build/ up to date, at load
-#                      7 from other builds (CONTRIBUTING.md)
+#                      minutes on 2 cores: 170 s with build/ up to date, at load
+#                      7-10 from other builds (CONTRIBUTING.md)
 #   make check         the full suite, what CI runs (.ci/run): both builds and the .deb, then every test on both builds,
 #                      against a throwaway PostgreSQL and pgbouncer
 #                      (tests/helpers/with-postgres.sh), then the .deb's own test
@@ -117,7 +117,7 @@ format:
 check-format:
 	$(CXX_SOURCES) | xargs -r clang-format --dry-run -Werror
 
-# The quick lane. One PostgreSQL suite, the output contracts (about 25 s with
+# The quick lane. One PostgreSQL suite, the output contracts (about 18 s with
 # the server's start): it loads the module and runs acquire, status and
 # history on PostgreSQL. The others stay in `make check`: integration-postgres
 # alone takes 4-7 minutes on 2 cores. The rule that keeps both lanes honest

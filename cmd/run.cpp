@@ -1,127 +1,20 @@
-// clock run: acquire, run the command as a supervised child while renewing
-// the lease, release when it exits, and exit with its status.
-#include <algorithm>
-#include <random>
-#include <thread>
-
+// clock run: its flags, then the run: acquire (take_locks), then
+// run::run_locked runs the command as a supervised child while renewing the
+// lease, releases when it exits, and gives the status clock exits with.
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.hpp"
 #include "cmd/lock_flags.hpp"
 #include "error.hpp"
 #include "output/text.hpp"
-#include "run/supervise.hpp"
+#include "run/jitter.hpp"
+#include "run/locked_run.hpp"
 #include "run/timing.hpp"
 #include "util/duration.hpp"
-#include "util/quick_exit.hpp"
-#include "util/random_seed.hpp"
-#include "util/signal_flag.hpp"
 
 namespace clk::cmd {
 
 namespace {
-
-std::string joined_tokens(const std::vector<store::Grant>& grants) {
-  std::string out;
-  for (const auto& grant : grants)
-    out += (out.empty() ? "" : ",") + std::to_string(grant.token);
-  return out;
-}
-
-// The leases the heartbeat keeps: every resource, under the tokens granted.
-// Without the caller: keep_lease() adds it (its lineage is read while the
-// command runs, not between the grant and the command's start).
-store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::Grant>& grants) {
-  store::RenewRequest held;
-  held.ns = plan.request.ns;
-  held.resources = plan.request.resources;
-  held.owner = plan.request.owner;
-  held.secret = plan.request.secret;
-  held.ttl = plan.request.ttl;
-  for (const auto& grant : grants)
-    held.tokens.push_back(grant.token);
-  return held;
-}
-
-// The heartbeat's calls: renew every resource keeping the tokens, and, where
-// the store can tell cheaply, check between renewals that they are still
-// held, and give the connection back between renewals. All run on the
-// supervisor's heartbeat thread, the only user of
-// `store` while the child runs; their errors are the heartbeat's to report.
-run::LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& held) {
-  run::LeaseKeeping keeping;
-  keeping.renew = [&store, held] {
-    auto request = held;
-    request.caller = this_caller();
-    store.renew(request);
-    return run::RenewOutcome::renewed;
-  };
-  keeping.check_interval = store.still_holds_interval();
-  if (keeping.check_interval)
-    keeping.still_holds = [&store, held] { return store.still_holds(held); };
-  keeping.rest_after = store.idle_limit();
-  if (keeping.rest_after)
-    keeping.rest = [&store] { store.rest(); };
-  return keeping;
-}
-
-// The steady-clock instant `at` on the wall clock, for messages.
-std::string wall_clock(std::chrono::steady_clock::time_point at) {
-  auto ago = std::chrono::steady_clock::now() - at;
-  return output::iso8601(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-      std::chrono::system_clock::now() - ago));
-}
-
-// Releases after the command; a lease found lost then means the command ran
-// unprotected for part of its run: exit 79 (SPEC §4), saying since when.
-// A run stopped at its --max-runtime is history (`killed`). Failing to write
-// it changes nothing for the caller (exit 124 either way): a warning.
-void record_killed(store::Store& store, const store::LockRequest& request) {
-  try {
-    store.record_missed_run(request, store::EventKind::killed, std::nullopt);
-  } catch (const Error& error) {
-    spdlog::warn("could not record the killed run in history: {}", error.what());
-  }
-}
-
-int release_after_run(store::Store& store, const LockPlan& plan,
-                      const std::vector<store::Grant>& grants, const run::RunEnd& end) {
-  store::ReleaseRequest release;
-  release.ns = plan.request.ns;
-  release.resources = plan.request.resources;
-  release.owner = plan.request.owner;
-  // A run counts for --once-per when its command exited 0 and its lease is
-  // still held at the release (a lost run does not count: the store refuses).
-  release.succeeded = end.status == 0 && !end.stopped_for_lost_lease;
-  release.secret = plan.request.secret;
-  release.caller = this_caller();
-  // What it holds, so that a release whose reply a failover lost is looked
-  // up and sent again rather than left to expire (store.hpp).
-  for (const auto& grant : grants) {
-    release.tokens.push_back(grant.token);
-    release.depths.push_back(grant.depth);
-  }
-  // Renewed no later than last_held, so it lapses by then + TTL (the margin
-  // covers the renewal's own round trip).
-  if (plan.request.ttl > std::chrono::milliseconds(0))
-    release.expires_by = end.last_held + plan.request.ttl + std::chrono::seconds(1);
-  try {
-    store.release(release);
-  } catch (const Error& error) {
-    if (end.stopped_for_lost_lease)
-      return end.status;  // already reported
-    if (error.code() != ExitCode::not_owner) {
-      spdlog::warn("releasing after the command: {}", error.what());
-      return end.status;
-    }
-    spdlog::error(
-        "the command finished with status {} but ran unprotected since {}, when its lease was "
-        "last known held: {}; another holder may have run beside it",
-        end.status, wall_clock(end.last_held), error.what());
-    return exit_status(ExitCode::lease_lost);
-  }
-  return end.status;
-}
 
 // --once-per found the period done: exit 0 (or -E's code) without running,
 // quietly, as an expected outcome; -v says which run did the period.
@@ -133,30 +26,6 @@ int report_period_done(const LockFlags& flags, std::chrono::milliseconds once_pe
       run.resource.str(), util::format_duration(once_per), output::iso8601(run.started), run.host,
       run.owner.str(), run.token);
   return flags.conflict_exit_code.value_or(0);
-}
-
-// --jitter: a random delay in [0, span) before the first attempt, so that a
-// fleet's cron burst at :00 reaches the database spread out. It comes before
-// acquiring, so -w's budget starts after it. A termination signal ends it
-// (and clock, of that signal) within 100 ms: nothing is held yet.
-void start_jitter(std::chrono::milliseconds span) {
-  using namespace std::chrono;
-  if (span <= milliseconds(0))
-    return;
-  std::mt19937_64 random(util::random_seed());
-  milliseconds delay(std::uniform_int_distribution<milliseconds::rep>(0, span.count() - 1)(random));
-  spdlog::info("jitter: waiting {} (of --jitter {}) before the first attempt",
-               util::format_duration(delay), util::format_duration(span));
-  util::SignalFlag signals;
-  auto until = steady_clock::now() + delay;
-  while (steady_clock::now() < until) {
-    if (signals.caught())
-      signals.die_of_caught_signal();
-    std::this_thread::sleep_for(
-        std::min<steady_clock::duration>(until - steady_clock::now(), milliseconds(100)));
-  }
-  if (signals.caught())
-    signals.die_of_caught_signal();
 }
 
 // CLI11's usage line ends at [OPTIONS]; clock run's command comes after `--`,
@@ -261,7 +130,7 @@ Action register_run(CLI::App& app) {
     // Forked before the store is opened, not between the grant and the
     // command's start.
     run::Guard guard;
-    start_jitter(jitter);
+    run::wait_jitter(jitter);
     if (options->watch_lease)
       context.settings.watch_lease = true;
     auto store = context.open_store();
@@ -275,30 +144,8 @@ Action register_run(CLI::App& app) {
     }
     if (acquired.done_by)
       return report_period_done(options->lock, *plan.request.once_per, *acquired.done_by);
-    run.extra_env = {{"CLOCK_OWNER", plan.owner.str()},
-                     {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
-                     {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
-    auto held = held_leases(plan, acquired.grants);
-    auto keeping = keep_lease(*store, held);
-    // Recorded before the release, while the lease is still held.
-    run.on_out_of_time = [&] { record_killed(*store, plan.request); };
-    // While the command runs: this process's facts as a caller (its
-    // ancestors' /proc files, some 30 system calls) for the renewals and the
-    // release, and whatever the store would otherwise do later.
-    run.beside_command = [&] {
-      this_caller();
-      store->use_idle_time();
-    };
-    int status =
-        run::supervise(run, guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
-          return release_after_run(*store, plan, acquired.grants, end);
-        });
-    // The release is done and the guard stood down: where the store allows
-    // it, no closing, no reaping of the guard (a wait for the kernel to end
-    // it), no freeing of every object.
-    if (store->may_exit_without_closing())
-      util::quick_exit_if_possible(status);
-    return status;
+    return run::run_locked(run, guard, *store,
+                           {plan.request, plan.owner.str(), std::move(acquired), this_caller});
   };
 }
 
