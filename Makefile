@@ -124,7 +124,7 @@ check-format:
 # (CONTRIBUTING.md): a special path that the sanitizer build does not run, or
 # that a rename can break, stays only if it saves at least a tenth of what a
 # user waits for.
-TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres)$$
+TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|docs)$$
 
 test: build
 	tests/helpers/with-postgres.sh ctest --test-dir build $(CTEST_FLAGS) -R '$(TEST_LANE)'

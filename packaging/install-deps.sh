@@ -12,7 +12,7 @@ set -euo pipefail
 DEPS=(
   # toolchain
   g++ cmake make ninja-build pkg-config
-  # libraries (see README.md, "Libraries")
+  # libraries (see ARCHITECTURE.md, "Libraries")
   libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
   libspdlog-dev nlohmann-json3-dev doctest-dev
   # test servers and tools: a throwaway PostgreSQL 15 and pgbouncer per test
