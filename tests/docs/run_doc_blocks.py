@@ -37,6 +37,10 @@ The reader's world is replaced in four ways, and only these:
   - `--jitter D` waits at most 1s (`--jitter 1s`): a fleet's crontab line
     spreads its hosts over minutes, a test does not wait for that.
 
+With --man PAGE, every exit code in a table of FILE whose first column is
+headed "exit" must be an entry of the page's EXIT STATUS (the README lists
+the common ones; the man page has them all).
+
 A block that names db.example without a server is a failure under CI=true;
 elsewhere it is skipped, and the run exits 77 (ctest's skip) if nothing failed.
 """
@@ -104,6 +108,34 @@ def expected_exit(directive, where):
     if not m:
         raise SystemExit(f"{where}: unknown doc-test marker '{directive}'")
     return int(m.group(1))
+
+
+def exit_codes_in_tables(path):
+    """{code: line} of the first column of each table headed "| exit |"."""
+    codes, in_table = {}, False
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not line.lstrip().startswith("|"):
+                in_table = False
+            elif cells[0].lower() == "exit":
+                in_table = True
+            elif in_table:
+                for code in re.findall(r"\d+", cells[0]):
+                    codes[int(code)] = number
+    return codes
+
+
+def man_exit_codes(page):
+    """The codes that the EXIT STATUS section of a man page lists."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split(".SH EXIT STATUS", 1)[1].split("\n.SH ", 1)[0]
+    codes = set()
+    for entry in re.findall(r"^\.TP\n\.BR? (.*)$", section, re.M):
+        codes.update(int(c) for c in re.findall(r"\b\d+\b", entry.split('"')[0] + " " +
+                                                 " ".join(entry.split('"')[2::2])))
+    return codes
 
 
 def is_ci():
@@ -222,6 +254,7 @@ def run(argv, env, expect, check_stderr, cwd=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clock", required=True, help="the clock binary under test")
+    ap.add_argument("--man", help="check the files' exit-code tables against this man page")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     clock_dir = os.path.dirname(os.path.abspath(args.clock))
@@ -229,7 +262,13 @@ def main():
     pg = pg_server()
     root = tempfile.mkdtemp(prefix="clock-doc-test.")
     failed, skipped, ran = [], [], 0
+    documented = man_exit_codes(args.man) if args.man else None
     for path in args.files:
+        if documented is not None:
+            for code, line in sorted(exit_codes_in_tables(path).items()):
+                if code not in documented:
+                    failed.append(f"{path}:{line}")
+                    print(f"{path}:{line}: FAILED: exit {code} is not in the man page's EXIT STATUS")
         scratch = Scratch(root, os.path.basename(path), clock_dir, source_dir, pg)
         for block in read_blocks(path):
             if block.lang not in SHELL_LANGS and block.lang != "crontab":
