@@ -261,7 +261,7 @@ def main():
     source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     pg = pg_server()
     root = tempfile.mkdtemp(prefix="clock-doc-test.")
-    failed, skipped, ran = [], [], 0
+    failed, skipped, ran, marked = [], [], 0, 0
     documented = man_exit_codes(args.man) if args.man else None
     for path in args.files:
         if documented is not None:
@@ -275,6 +275,7 @@ def main():
                 continue
             if block.directive == "skip":
                 print(f"{block.where()}: skipped (doc-test: skip)")
+                marked += 1
                 continue
             expect = expected_exit(block.directive, block.where())
             if "db.example" in block.text and not pg:
@@ -307,7 +308,8 @@ def main():
               f"scratch folders kept in {root}")
         return 1
     shutil.rmtree(root, ignore_errors=True)
-    print(f"doc-test: {ran} block(s) ran and passed, {len(skipped)} skipped")
+    print(f"doc-test: {ran} block(s) ran and passed; {marked} marked doc-test: skip; "
+          f"{len(skipped)} skipped for want of a server")
     return 77 if skipped else 0
 
 
