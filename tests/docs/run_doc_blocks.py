@@ -29,11 +29,13 @@ The reader's world is replaced in four ways, and only these:
     CLOCK_ variables are unset, and the clock under test is first on PATH;
   - `/usr/local/bin/NAME` (a reader's own job in a crontab line) is a stub
     script that prints its name and exits 0, and `/etc/clock/` is a folder of
-    the scratch folder (CLOCK_CONFIG points at its clock.toml, empty at first);
+    the scratch folder (CLOCK_CONFIG points at its clock.toml, comments only
+    at first);
   - the database server `db.example` is the throwaway PostgreSQL server of
     tests/helpers/with-postgres.sh (CLOCK_TEST_PG_URL): the host name is
     removed from the text and PGHOST and PGPORT name that server, so
-    `postgresql://clock_admin@db.example/clock` connects to it;
+    `postgresql://clock_admin@db.example/clock` connects to it; the databases
+    and roles a file creates there are dropped before the next file starts;
   - `--jitter D` waits at most 1s (`--jitter 1s`): a fleet's crontab line
     spreads its hosts over minutes, a test does not wait for that.
 
@@ -143,12 +145,36 @@ def is_ci():
 
 
 def pg_server():
-    """(host, port) of the throwaway server, or None."""
+    """(host, port, user) of the throwaway server, or None."""
     url = os.environ.get("CLOCK_TEST_PG_URL", "")
     if not url:
         return None
     fields = dict(p.split("=", 1) for p in url.split() if "=" in p)
-    return fields.get("host"), fields.get("port")
+    return fields.get("host"), fields.get("port"), fields.get("user", "postgres")
+
+
+def psql(pg, sql):
+    """Runs SQL on the server's postgres database; returns its rows."""
+    out = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", pg[0], "-p", pg[1],
+                          "-U", pg[2], "-d", "postgres", "-c", sql],
+                         check=True, capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+def server_objects(pg):
+    """The databases and roles of the server, so that one file's set-up
+    (CREATE DATABASE clock, CREATE ROLE clock_admin…) can be undone before the
+    next file follows its own from the start."""
+    return (psql(pg, "SELECT datname FROM pg_database"), psql(pg, "SELECT rolname FROM pg_roles"))
+
+
+def drop_new_objects(pg, before):
+    databases, roles = server_objects(pg)
+    for db in sorted(databases - before[0]):
+        psql(pg, f'DROP DATABASE "{db}" WITH (FORCE)')
+    new_roles = sorted(roles - before[1])
+    if new_roles:
+        psql(pg, "DROP ROLE " + ", ".join(f'"{r}"' for r in new_roles))
 
 
 class Scratch:
@@ -163,9 +189,10 @@ class Scratch:
         for d in (self.home, self.work, self.bin, self.etc):
             os.makedirs(d)
         os.symlink(os.path.join(source_dir, "sql"), os.path.join(self.work, "sql"))
-        # An empty config file: the defaults, whatever this machine's
-        # /etc/clock/clock.toml says.
-        open(os.path.join(self.etc, "clock.toml"), "w").close()
+        # A config file of comments only: the defaults, whatever this
+        # machine's /etc/clock/clock.toml says (as the package installs it).
+        with open(os.path.join(self.etc, "clock.toml"), "w") as f:
+            f.write("# /etc/clock/clock.toml of the doc test: every key at its default\n")
         self.state = os.path.join(self.dir, "state.sh")
         self.cwd = os.path.join(self.dir, "cwd")
         with open(self.cwd, "w") as f:
@@ -270,6 +297,7 @@ def main():
                     failed.append(f"{path}:{line}")
                     print(f"{path}:{line}: FAILED: exit {code} is not in the man page's EXIT STATUS")
         scratch = Scratch(root, os.path.basename(path), clock_dir, source_dir, pg)
+        before = server_objects(pg) if pg else None
         for block in read_blocks(path):
             if block.lang not in SHELL_LANGS and block.lang != "crontab":
                 continue
@@ -303,6 +331,8 @@ def main():
             else:
                 failed.append(block.where())
                 print(f"{block.where()}: FAILED: {report}\n--- the block\n{block.text}---")
+        if before is not None:
+            drop_new_objects(pg, before)
     if failed:
         print(f"doc-test: {len(failed)} block(s) failed: {' '.join(failed)}; "
               f"scratch folders kept in {root}")
