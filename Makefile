@@ -15,8 +15,8 @@
 #                      PostgreSQL suite (output contracts) against a throwaway
 #                      server (tests/helpers/with-postgres.sh; without
 #                      PostgreSQL installed it is skipped). Under 5 minutes on
-#                      2 cores: 163 s with build/ up to date, at load 8-9 from
-#                      other builds (CONTRIBUTING.md)
+#                      2 cores: 152-163 s with build/ up to date, at load 4-9
+#                      from other builds (CONTRIBUTING.md)
 #   make check         the full suite, what CI runs (.ci/run): both builds and the .deb, then every test on both builds,
 #                      against a throwaway PostgreSQL and pgbouncer
 #                      (tests/helpers/with-postgres.sh), then the .deb's own test
