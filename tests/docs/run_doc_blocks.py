@@ -155,7 +155,10 @@ def pg_server():
 
 def psql(pg, sql):
     """Runs SQL on the server's postgres database; returns its rows."""
-    out = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", pg[0], "-p", pg[1],
+    binary = os.path.join(os.environ.get("CLOCK_TEST_PG_BIN", ""), "psql")
+    if not os.path.exists(binary):
+        binary = "psql"
+    out = subprocess.run([binary, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", pg[0], "-p", pg[1],
                           "-U", pg[2], "-d", "postgres", "-c", sql],
                          check=True, capture_output=True, text=True).stdout
     return set(out.split())
