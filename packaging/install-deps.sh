@@ -15,6 +15,9 @@ DEPS=(
   # libraries (see README.md, "Libraries")
   libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
   libspdlog-dev nlohmann-json3-dev doctest-dev
+  # clock run --ping's HTTP client (the clock-ping.so module links it; the
+  # .deb's dependency on libcurl4 comes from dpkg-shlibdeps)
+  libcurl4-openssl-dev
   # test servers and tools: a throwaway PostgreSQL 15 and pgbouncer per test
   # run (tests/helpers/with-postgres.sh), the sqlite3 shell, tmux for terminal
   # tests, faketime for clock-skew tests, bindfs for a FUSE mount (a file system
@@ -23,7 +26,8 @@ DEPS=(
   # the output contracts (ctest output-*): python3-jsonschema validates the JSON
   # output against packaging/schema/*.schema.json (run with /usr/bin/python3,
   # not a pyenv one); prometheus for promtool, which parses and lints
-  # `clock status --format prometheus`. The package has the server too: its
+  # `clock status --format prometheus`, and checks and unit-tests the shipped
+  # alert rules (promtool check rules / test rules). The package has the server too: its
   # postinst enables prometheus.service, and starts it where systemd runs (not
   # in containers, whose policy-rc.d forbids starts).
   python3 python3-jsonschema prometheus
