@@ -56,14 +56,17 @@ MissedRuns missed_periods(const ExpectedRun& run, lock::Instant since, lock::Ins
       const lock::Instant to = from + run.every;
       if (from >= next)
         break;
+      if (out.periods.size() >= k_periods_listed) {
+        out.missed += (next - from) / run.every;  // counted, not listed
+        break;
+      }
       if (to <= next) {
         ++out.missed;  // ended with no run started in it
-        if (out.periods.size() < k_periods_listed)
-          out.periods.push_back({from, to, false});
+        out.periods.push_back({from, to, false});
         continue;
       }
       // Cut by the next run (it ran late: not missed) or by now (open).
-      if (last && out.periods.size() < k_periods_listed)
+      if (last)
         out.periods.push_back({from, to, true});
       break;
     }
