@@ -6,11 +6,14 @@
 #include "cmd/commands.hpp"
 #include "cmd/lock_flags.hpp"
 #include "error.hpp"
+#include "notify/ping.hpp"
+#include "notify/stderr_tail.hpp"
 #include "output/text.hpp"
 #include "run/jitter.hpp"
 #include "run/locked_run.hpp"
 #include "run/timing.hpp"
 #include "util/duration.hpp"
+#include "util/http_url.hpp"
 
 namespace clk::cmd {
 
@@ -26,6 +29,46 @@ int report_period_done(const LockFlags& flags, std::chrono::milliseconds once_pe
       run.resource.str(), util::format_duration(once_per), output::iso8601(run.started), run.host,
       run.owner.str(), run.token);
   return flags.conflict_exit_code.value_or(0);
+}
+
+// --ping URL, else the config file's ping.urls entry of the first resource
+// that has one; none: no pings.
+std::optional<notify::Pinger> pinger_for(const Context& context,
+                                         const std::optional<std::string>& flag,
+                                         const LockPlan& plan) {
+  std::optional<std::string> url = flag;
+  if (url) {
+    if (auto problem = util::http_url_problem(*url); !problem.empty())
+      throw Error(ExitCode::usage, "--ping: " + problem);
+  }
+  for (const auto& resource : plan.request.resources) {
+    if (url)
+      break;
+    if (auto found = context.settings.ping_urls.find(resource.str());
+        found != context.settings.ping_urls.end())
+      url = found->second;
+  }
+  if (!url)
+    return std::nullopt;
+  return notify::Pinger(*url, plan.request.owner.str(), context.settings.ping_log_skips);
+}
+
+// The database could not be reached (or its file used): a run that pings
+// says so with /fail, so the dead man's switch does not go silent.
+bool database_unreachable(const Error& error) {
+  return error.code() == ExitCode::unavailable || error.code() == ExitCode::local_database;
+}
+
+// --once-per or --every: the resources' expected period, declared while the
+// command runs (off the path of its start). A failure is a warning: it
+// changes nothing for this run.
+void declare_expected(store::Store& store, const LockPlan& plan, std::chrono::milliseconds every) {
+  try {
+    store.expect_runs({plan.request.ns, plan.request.resources, every});
+  } catch (const Error& error) {
+    spdlog::warn("could not record the expected period of {}: {}",
+                 lock::join(plan.request.resources, ","), error.what());
+  }
 }
 
 // CLI11's usage line ends at [OPTIONS]; clock run's command comes after `--`,
@@ -47,6 +90,8 @@ Action register_run(CLI::App& app) {
     std::optional<std::string> jitter;
     std::optional<std::string> max_runtime;
     std::optional<std::string> once_per;
+    std::optional<std::string> every;
+    std::optional<std::string> ping;
     bool watch_lease = false;
     std::vector<std::string> command;
   };
@@ -77,6 +122,17 @@ Action register_run(CLI::App& app) {
       "Run at most once successfully per D across all hosts: skip (exit 0, or -E's code; "
       "recorded as skipped) when a run that exited 0 was granted at or after the database's "
       "now - D; a failed, killed or lost run does not count");
+  command->add_option(
+      "--every", options->every,
+      "Expect a successful run at least every D (status and 'clock missed' show the resource "
+      "overdue otherwise), without --once-per's skipping; with --once-per, the expected period "
+      "is --every's (default: --once-per's)");
+  command->add_option(
+      "--ping", options->ping,
+      "Ping a healthchecks.io-style URL from the host that runs the command: /start, then "
+      "/<exit status> with the last 10 KiB of its stderr; /fail if the database is unreachable; "
+      "nothing from a host that skipped (config ping.on_skip = \"log\": /log). Each ping waits "
+      "at most 2s and never changes the exit status. Default: the config's ping.urls entry");
   command->add_flag(
       "--watch-lease", options->watch_lease,
       "PostgreSQL: keep one connection that LISTENs for the loss of the lease, so that a forced "
@@ -89,6 +145,8 @@ Action register_run(CLI::App& app) {
       "  0 * * * * clock run --jitter 5m -n -E 0 -r report -- /usr/local/bin/report\n"
       "  0 2 * * * clock run --max-runtime 3h -n -E 0 -r backup -- /usr/local/bin/backup\n"
       "  0 * * * * clock run --once-per 50m -r report -- /usr/local/bin/report  (every host)\n"
+      "  0 3 * * * clock run -n -E 0 --every 1d --ping https://hc-ping.com/UUID -r backup -- "
+      "backup.sh\n"
       "Exit status: the command's (128+N if a signal N ended it); 126 the command was found\n"
       "but cannot be executed, 127 it was not found; 75 not acquired (-E N: N), silently\n"
       "with -n when stderr is not a terminal; 79 lease lost; 124 --max-runtime ran out;\n"
@@ -107,6 +165,13 @@ Action register_run(CLI::App& app) {
       if (plan.request.once_per->count() <= 0)
         throw Error(ExitCode::usage, "--once-per needs a period longer than 0, e.g. --once-per 1h");
     }
+    std::optional<std::chrono::milliseconds> every = plan.request.once_per;
+    if (options->every) {
+      every = duration_flag("--every", *options->every);
+      if (every->count() <= 0)
+        throw Error(ExitCode::usage, "--every needs a period longer than 0, e.g. --every 1d");
+    }
+    auto pinger = pinger_for(context, options->ping, plan);
     run::RunOptions run;
     run.argv = options->command;
     run.lease_name = lock::join(plan.request.resources, ",");
@@ -133,19 +198,39 @@ Action register_run(CLI::App& app) {
     run::wait_jitter(jitter);
     if (options->watch_lease)
       context.settings.watch_lease = true;
-    auto store = context.open_store();
+    std::unique_ptr<store::Store> store;
     store::Acquired acquired;
     try {
+      store = context.open_store();
       acquired = take_locks(context, *store, plan);
     } catch (const Error& error) {
+      if (pinger && database_unreachable(error))
+        pinger->failed(std::string("clock: database unreachable: ") + error.what());
       if (error.code() != ExitCode::not_acquired)
         throw;
+      if (pinger)
+        pinger->skipped(std::string("clock: skipped: ") + error.what());
       return report_refusal(context, options->lock, error);
     }
-    if (acquired.done_by)
+    if (acquired.done_by) {
+      if (pinger)
+        pinger->skipped("clock: skipped: the period was done by the run on " +
+                        acquired.done_by->host + " started " +
+                        output::iso8601(acquired.done_by->started));
       return report_period_done(options->lock, *plan.request.once_per, *acquired.done_by);
-    return run::run_locked(run, guard, *store,
-                           {plan.request, plan.owner.str(), std::move(acquired), this_caller});
+    }
+    // The job runs here: only this host pings its start and end.
+    if (pinger)
+      pinger->started();
+    notify::StderrTail tail(notify::k_tail_bytes);
+    if (pinger)
+      tail.start();
+    run::HeldLocks held{plan.request, plan.owner.str(), std::move(acquired), this_caller};
+    if (every)
+      held.beside_command = [&store, &plan, every] { declare_expected(*store, plan, *every); };
+    if (pinger)
+      held.after_release = [&pinger, &tail](int status) { pinger->finished(status, tail.stop()); };
+    return run::run_locked(run, guard, *store, held);
   };
 }
 

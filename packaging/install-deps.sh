@@ -19,8 +19,10 @@ set -euo pipefail
 BUILD_WHY="the toolchain that builds clock"
 BUILD=(g++ cmake make ninja-build pkg-config)
 LIBS_WHY="the libraries clock is built with (ARCHITECTURE.md, \"Libraries\")"
+# libcurl4-openssl-dev: clock run --ping's HTTP client (the clock-ping.so
+# module links it; the .deb's dependency on libcurl4 comes from dpkg-shlibdeps).
 LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
-  libspdlog-dev nlohmann-json3-dev)
+  libspdlog-dev nlohmann-json3-dev libcurl4-openssl-dev)
 # doctest for the unit and integration tests; a throwaway PostgreSQL 15 and
 # pgbouncer per test run (tests/helpers/with-postgres.sh), the sqlite3 shell,
 # tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
@@ -28,7 +30,8 @@ LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplu
 # python3-jsonschema validates the JSON output against
 # packaging/schema/*.schema.json (run with /usr/bin/python3, not a pyenv one),
 # and runs the documentation's blocks (tests/docs); prometheus for promtool,
-# which parses and lints `clock status --format prometheus`. The package has
+# which parses and lints `clock status --format prometheus` and checks and
+# unit-tests the shipped alert rules (promtool check rules / test rules). The package has
 # the server too: its postinst enables prometheus.service, and starts it where
 # systemd runs (not in containers, whose policy-rc.d forbids starts).
 TEST_WHY="the tests (make test, make check): doctest, a throwaway PostgreSQL and pgbouncer, tmux, faketime, bindfs, JSON Schema and promtool checks"

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output/colour.hpp"
+#include "output/expected_render.hpp"
 #include "output/text.hpp"
 #include "util/duration.hpp"
 
@@ -219,7 +220,8 @@ std::string render_grants(const lock::OwnerCredential& owner,
 
 std::string render_status(const store::Snapshot& snapshot, Format format, bool colour) {
   if (format == Format::prometheus)
-    return render_prometheus(snapshot);
+    return render_prometheus(snapshot) +
+           (snapshot.expected ? expected_prometheus(*snapshot.expected) : "");
   if (format == Format::json) {
     json holders = json::array();
     for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
@@ -233,9 +235,12 @@ std::string render_status(const store::Snapshot& snapshot, Format format, bool c
       waiters.back()["place"] = places[i];
     }
     json out = {{"now", iso8601(snapshot.now)}, {"holders", holders}, {"waiters", waiters}};
+    if (snapshot.expected)
+      out["expected"] = expected_json(*snapshot.expected);
     return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
-  return status_table(snapshot, colour);
+  return status_table(snapshot, colour) +
+         (snapshot.expected ? expected_table(*snapshot.expected) : "");
 }
 
 namespace {

@@ -129,10 +129,14 @@ int run_locked(RunOptions options, Guard& guard, store::Store& store, const Held
   // release, and whatever the store would otherwise do later.
   options.beside_command = [&] {
     held.caller();
+    if (held.beside_command)
+      held.beside_command();
     store.use_idle_time();
   };
   int status = supervise(options, guard, keeping, held.acquired.attempt_start,
                          [&](const RunEnd& end) { return release_after_run(store, held, end); });
+  if (held.after_release)
+    held.after_release(status);
   // The release is done and the guard stood down: where the store allows
   // it, no closing, no reaping of the guard (a wait for the kernel to end
   // it), no freeing of every object.

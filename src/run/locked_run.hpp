@@ -21,6 +21,12 @@ struct HeldLocks {
   store::Acquired acquired;      // the grants (tokens, depths) and when the attempt began
   // This process as the caller of the renewals and the release.
   std::function<store::Caller()> caller;
+  // More work while the command runs (declaring its expected period), off
+  // the path of its start; none: nothing more.
+  std::function<void()> beside_command = {};
+  // Called with the exit status once the leases are released, before clock
+  // may leave with _exit (the ping of the job's end); none: nothing.
+  std::function<void(int status)> after_release = {};
 };
 
 // Runs options.argv under `held`: adds CLOCK_OWNER, CLOCK_RESOURCE and

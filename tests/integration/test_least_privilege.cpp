@@ -131,6 +131,14 @@ TEST_SUITE("least privilege") {
     CHECK_EXIT(env.clock({"release", "-r", "app.job", "--owner", held.credential}, roles.as_app()),
                0);
     CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
+    // Declaring an expected period (expect_runs) and reading it (expected_rows).
+    Result every = env.clock({"run", "-r", "app.every", "--every", "1h", "--", "true"},
+                             roles.as_app());
+    CHECK_EXIT(every, 0);
+    CHECK(every.err.empty());
+    Result missed = env.clock({"missed", "app.every", "--format", "json"}, roles.as_app());
+    CHECK_EXIT(missed, 0);
+    CHECK(missed.out.find("\"app.every\"") != std::string::npos);
     Result history = env.clock({"history", "--format", "json"}, roles.as_app());
     CHECK_EXIT(history, 0);
     CHECK(history.out.find("released") != std::string::npos);

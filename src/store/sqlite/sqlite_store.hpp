@@ -22,6 +22,7 @@
 
 #include "lock/conflict.hpp"
 #include "store/sqlite/db.hpp"
+#include "store/sqlite/expected_runs.hpp"
 #include "store/sqlite/rows.hpp"
 #include "store/store.hpp"
 
@@ -78,6 +79,13 @@ class SqliteStore final : public Store {
   bool still_holds(const RenewRequest& held) override;
   std::optional<milliseconds> still_holds_interval() const override { return milliseconds(200); }
   std::vector<Released> release(const ReleaseRequest& request) override;
+  // Missed runs: store/sqlite/expected_runs.cpp.
+  void expect_runs(const Expectation& expectation) override {
+    sqlite::expect_runs(m_db, expectation, now_ms());
+  }
+  ExpectedRuns expected_runs(const ExpectedQuery& query) override {
+    return sqlite::expected_runs(m_db, query, now_ms());
+  }
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
