@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run/job_cgroup.hpp"
+
 namespace clk::run {
 
 namespace {
@@ -89,9 +91,10 @@ bool become_subreaper() {
   return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
 }
 
-JobTree::JobTree(pid_t guard)
+JobTree::JobTree(pid_t guard, const JobCgroup* cgroup)
     : m_self(getpid()),
       m_guard(guard),
+      m_cgroup(cgroup),
       m_visible(proc_shows_own_namespace()),
       m_children_file(m_visible &&
                       access(("/proc/self/task/" + std::to_string(gettid()) + "/children").c_str(),
@@ -150,6 +153,8 @@ std::optional<std::vector<pid_t>> JobTree::members() const {
 }
 
 void JobTree::signal_all(int signo) const {
+  if (signo == SIGKILL && m_cgroup)
+    m_cgroup->kill();
   if (auto pids = members()) {
     for (pid_t pid : *pids)
       kill(pid, signo);

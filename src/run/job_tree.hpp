@@ -15,6 +15,8 @@
 
 namespace clk::run {
 
+class JobCgroup;
+
 // Makes this process the child subreaper of its descendants, for the rest of
 // its life. False when the kernel refuses (before Linux 3.4).
 bool become_subreaper();
@@ -24,7 +26,8 @@ class JobTree {
   // `guard`: the guard's pid, which is clock's child but never the job's.
   // Reads /proc only if it shows clock's own pid namespace (a container that
   // kept its host's /proc does not): otherwise members() is none.
-  explicit JobTree(pid_t guard);
+  // `cgroup`: the job's cgroup, or null; SIGKILL goes to it whole too.
+  JobTree(pid_t guard, const JobCgroup* cgroup);
 
   // Reaps the job's processes that have exited while re-parented to clock,
   // so that none stays a zombie; `command` (reaped by its own wait, for its
@@ -35,7 +38,8 @@ class JobTree {
   // parent lives is listed too); none when /proc cannot tell.
   std::optional<std::vector<pid_t>> members() const;
 
-  // Sends `signo` to every process of the job. A process re-parented to clock
+  // Sends `signo` to every process of the job (SIGKILL: first to the job's
+  // cgroup, at once and whole, where there is one). A process re-parented to clock
   // cannot be mistaken (its pid stays its own until clock reaps it); one
   // deeper down could exit and its pid be reused between the listing and the
   // kill, a window of microseconds.
@@ -49,6 +53,7 @@ class JobTree {
 
   pid_t m_self;
   pid_t m_guard;
+  const JobCgroup* m_cgroup;
   bool m_visible;        // /proc shows our own pid namespace
   bool m_children_file;  // /proc/PID/task/TID/children exists (CONFIG_PROC_CHILDREN)
 };

@@ -375,15 +375,16 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
   // Before the command starts: what it leaves behind is re-parented to clock.
   if (!become_subreaper())
     spdlog::debug("cannot become the child subreaper: {}", strerror(errno));
-  JobTree tree(guard.process_group());
+  JobTree tree(guard.process_group(), guard.cgroup());
   SignalRelay relay;
   TerminalHandover terminal;
   Spawned spawned;
   {
     // The fork before any thread; no handler runs in the child before exec.
     BlockedSignals blocked;
-    spawned =
-        spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous()});
+    const JobCgroup* cgroup = guard.cgroup();
+    spawned = spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous(),
+                              cgroup ? cgroup->procs_fd() : -1});
   }
   Clock::time_point started = Clock::now();
   pid_t group = guard.process_group();
