@@ -152,12 +152,14 @@ std::optional<std::vector<pid_t>> JobTree::members() const {
   return found;
 }
 
-void JobTree::signal_all(int signo) const {
+void JobTree::signal_all(int signo, pid_t skip_group) const {
   if (signo == SIGKILL && m_cgroup)
     m_cgroup->kill();
   if (auto pids = members()) {
-    for (pid_t pid : *pids)
-      kill(pid, signo);
+    for (pid_t pid : *pids) {
+      if (skip_group == 0 || getpgid(pid) != skip_group)
+        kill(pid, signo);
+    }
   }
 }
 

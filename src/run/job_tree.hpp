@@ -43,7 +43,10 @@ class JobTree {
   // cannot be mistaken (its pid stays its own until clock reaps it); one
   // deeper down could exit and its pid be reused between the listing and the
   // kill, a window of microseconds.
-  void signal_all(int signo) const;
+  // `skip_group`: a process group already signalled as a whole (kill(-pgid)),
+  // whose members must not get the signal twice (a shell's trap would run
+  // twice); 0: none.
+  void signal_all(int signo, pid_t skip_group = 0) const;
 
   // "4242 (sleep), 4243 (sh)" for messages: at most `limit` of them, then "…".
   static std::string describe(const std::vector<pid_t>& pids, std::size_t limit = 5);

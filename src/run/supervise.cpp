@@ -334,10 +334,10 @@ class Supervision {
   void signal_group(int signo) { kill(-m_group, signo); }
 
   // The command's group (it may hold processes clock cannot list) and every
-  // process of the job.
+  // other process of the job: once each, so that a trap runs once.
   void signal_job(int signo) {
     signal_group(signo);
-    m_tree.signal_all(signo);
+    m_tree.signal_all(signo, m_group);
   }
 
   const RunOptions& m_options;

@@ -147,6 +147,17 @@ TEST_SUITE("run") {
     CHECK(env.holders_of("x").empty());
   }
 
+  TEST_CASE(
+      "stopping the whole job signals each process once: a TERM trap in the command runs once") {
+    TestEnv env;
+    Result stopped = env.clock({"run", "--max-runtime", "1s", "-r", "x", "--", "sh", "-c",
+                                "trap 'echo trapped >> \"$T_DIR/traps\"; exit 0' TERM\n" +
+                                    escapes() + "while :; do sleep 0.05; done"});
+    CHECK_EXIT(stopped, 124);
+    check_all_gone(env, "after --max-runtime stopped the job");
+    CHECK(read_file(env.path("traps")) == "trapped\n");
+  }
+
   TEST_CASE("a lost lease stops the processes that escaped the command's group too; exit 79") {
     TestEnv env;
     auto run = env.spawn(
