@@ -86,6 +86,7 @@ Action register_run(CLI::App& app) {
     LockFlags lock;
     std::optional<std::string> heartbeat;
     std::string on_lease_lost = "kill";
+    std::string leftovers = "kill";
     std::optional<std::string> kill_after;
     std::optional<std::string> jitter;
     std::optional<std::string> max_runtime;
@@ -108,6 +109,12 @@ Action register_run(CLI::App& app) {
                    "kill (stop the child, exit 79) or warn (let it run on unprotected; "
                    "exit 79 once it ends)")
       ->check(CLI::IsMember({"kill", "warn"}));
+  command
+      ->add_option("--leftovers", options->leftovers,
+                   "What becomes of processes the command leaves running (daemons, setsid, "
+                   "nohup &): kill (SIGTERM, SIGKILL after --kill-after, then release; the "
+                   "default) or wait (hold the lock until they exit)")
+      ->check(CLI::IsMember({"kill", "wait"}));
   command->add_option("--kill-after", options->kill_after,
                       "SIGKILL this long after SIGTERM (default: TTL/10, at most 10s; 10s "
                       "with --ttl 0)");
@@ -115,8 +122,8 @@ Action register_run(CLI::App& app) {
                       "Wait a random part of D before the first attempt, not counted in -w "
                       "(spreads a fleet's cron burst; -v shows the delay)");
   command->add_option("--max-runtime", options->max_runtime,
-                      "Stop the command after D as timeout(1) does (SIGTERM to its group, SIGKILL "
-                      "after --kill-after), release, exit 124 (0: no limit)");
+                      "Stop the command after D as timeout(1) does (SIGTERM to all its processes, "
+                      "SIGKILL after --kill-after), release, exit 124 (0: no limit)");
   command->add_option(
       "--once-per", options->once_per,
       "Run at most once successfully per D across all hosts: skip (exit 0, or -E's code; "
@@ -150,7 +157,10 @@ Action register_run(CLI::App& app) {
       "Exit status: the command's (128+N if a signal N ended it); 126 the command was found\n"
       "but cannot be executed, 127 it was not found; 75 not acquired (-E N: N), silently\n"
       "with -n when stderr is not a terminal; 79 lease lost; 124 --max-runtime ran out;\n"
-      "64-78 as for every command (see clock --help).");
+      "64-78 as for every command (see clock --help).\n"
+      "The lock covers every process the command starts, also those that leave its group\n"
+      "or session: clock is their subreaper and releases only once none is left (see\n"
+      "--leftovers). As a container's PID 1 it also reaps orphans.");
   return [options](Context& context) {
     options->command = context.command;
     if (options->command.empty()) {
@@ -184,6 +194,7 @@ Action register_run(CLI::App& app) {
                          : context.settings.kill_after.value_or(run::default_kill_after(run.ttl));
     run.on_lease_lost =
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
+    run.leftovers = options->leftovers == "wait" ? run::Leftovers::wait : run::Leftovers::kill;
     run.max_runtime = options->max_runtime ? duration_flag("--max-runtime", *options->max_runtime)
                                            : std::chrono::milliseconds(0);
     run::check_timing(run);
