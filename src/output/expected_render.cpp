@@ -27,16 +27,6 @@ std::string relative(lock::Instant at, lock::Instant now) {
   return "in " + util::format_duration(duration_cast<milliseconds>(-ms / 1000 * 1000));
 }
 
-std::string label_value(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"')
-      out += '\\';
-    out += c == '\n' ? std::string("\\n") : std::string(1, c);
-  }
-  return out;
-}
-
 std::string seconds_text(double seconds) {
   char number[64];
   std::snprintf(number, sizeof number, "%.3f", seconds);
@@ -116,8 +106,8 @@ std::string expected_prometheus(const store::ExpectedRuns& expected) {
       } else {
         value = store::overdue(run, expected.now) ? "1" : "0";
       }
-      out += std::string(family->name) + "{namespace=\"" + label_value(run.ns) + "\",resource=\"" +
-             label_value(run.resource.str()) + "\"} " + value + "\n";
+      out += std::string(family->name) + "{namespace=\"" + prometheus_label_value(run.ns) +
+             "\",resource=\"" + prometheus_label_value(run.resource.str()) + "\"} " + value + "\n";
     }
   }
   return out;

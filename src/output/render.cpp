@@ -245,17 +245,6 @@ std::string render_status(const store::Snapshot& snapshot, Format format, bool c
 
 namespace {
 
-// Label values in the text exposition format escape \\, \" and newlines.
-std::string label_value(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"')
-      out += '\\';
-    out += c == '\n' ? std::string("\\n") : std::string(1, c);
-  }
-  return out;
-}
-
 struct ResourceMetrics {
   int holders = 0;
   double oldest_age_seconds = 0;
@@ -271,8 +260,8 @@ std::string runs_total(const std::vector<store::RunCount>& run_counts) {
       "lost, killed, forced).\n"
       "# TYPE clock_runs_total counter\n";
   for (const auto& run : run_counts) {
-    out += "clock_runs_total{namespace=\"" + label_value(run.ns) + "\",resource=\"" +
-           label_value(run.resource.str()) + "\",outcome=\"" +
+    out += "clock_runs_total{namespace=\"" + prometheus_label_value(run.ns) + "\",resource=\"" +
+           prometheus_label_value(run.resource.str()) + "\",outcome=\"" +
            std::string(store::to_string(run.outcome)) + "\"} " + std::to_string(run.count) + "\n";
   }
   return out;
@@ -319,8 +308,8 @@ std::string render_prometheus(const store::Snapshot& snapshot) {
         continue;
       char number[64];
       std::snprintf(number, sizeof number, "%.3f", *value);
-      out += std::string(family.name) + "{namespace=\"" + label_value(key.first) +
-             "\",resource=\"" + label_value(key.second) + "\"} " + number + "\n";
+      out += std::string(family.name) + "{namespace=\"" + prometheus_label_value(key.first) +
+             "\",resource=\"" + prometheus_label_value(key.second) + "\"} " + number + "\n";
     }
   }
   return out + runs_total(snapshot.run_counts);

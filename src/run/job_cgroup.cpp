@@ -14,31 +14,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include "util/proc_file.hpp"
+
 namespace clk::run {
 
 namespace {
 
-std::optional<std::string> read_text(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
-  std::string text;
-  char buffer[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
 // Clock's cgroup v2 path ("0::/PATH" in /proc/self/cgroup).
 std::optional<std::string> own_cgroup() {
-  auto text = read_text("/proc/self/cgroup");
+  auto text = util::read_proc_file("/proc/self/cgroup");
   if (!text)
     return std::nullopt;
   std::istringstream lines(*text);
@@ -52,7 +36,7 @@ std::optional<std::string> own_cgroup() {
 // Where the cgroup2 hierarchy is mounted, if its root is mounted (a bind
 // mount of a subtree is not used).
 std::optional<std::string> cgroup2_mount() {
-  auto text = read_text("/proc/self/mountinfo");
+  auto text = util::read_proc_file("/proc/self/mountinfo");
   if (!text)
     return std::nullopt;
   std::istringstream lines(*text);

@@ -15,31 +15,11 @@
 #include <unistd.h>
 
 #include "run/job_cgroup.hpp"
+#include "util/proc_file.hpp"
 
 namespace clk::run {
 
 namespace {
-
-// A small /proc file, read with read(2): a process that ends between the
-// open and the read fails the read (ESRCH), which is a process gone, not an
-// error.
-std::optional<std::string> read_small(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
 
 std::optional<pid_t> as_pid(std::string_view text) {
   pid_t pid = 0;
@@ -64,7 +44,7 @@ void for_each_pid_entry(const std::string& dir, Each each) {
 // The parent pid from /proc/PID/stat; the name in parentheses may hold
 // spaces and ')', so the fields are read after the last ')'.
 std::optional<pid_t> parent_of(pid_t pid) {
-  auto text = read_small("/proc/" + std::to_string(pid) + "/stat");
+  auto text = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   if (!text)
     return std::nullopt;
   auto paren = text->rfind(')');
@@ -107,7 +87,7 @@ std::vector<pid_t> JobTree::children_of(pid_t pid) const {
     // it (an orphan, to the thread the kernel picked as its reaper).
     std::string tasks = "/proc/" + std::to_string(pid) + "/task";
     for_each_pid_entry(tasks, [&](pid_t tid) {
-      auto text = read_small(tasks + "/" + std::to_string(tid) + "/children");
+      auto text = util::read_proc_file(tasks + "/" + std::to_string(tid) + "/children");
       if (!text)
         return;
       std::string_view rest(*text);
@@ -166,7 +146,7 @@ void JobTree::signal_all(int signo, pid_t skip_group) const {
 std::string JobTree::describe(const std::vector<pid_t>& pids, std::size_t limit) {
   std::string text;
   for (std::size_t i = 0; i < pids.size() && i < limit; ++i) {
-    auto name = read_small("/proc/" + std::to_string(pids[i]) + "/comm").value_or("?\n");
+    auto name = util::read_proc_file("/proc/" + std::to_string(pids[i]) + "/comm").value_or("?\n");
     if (!name.empty() && name.back() == '\n')
       name.pop_back();
     text += (text.empty() ? "" : ", ") + std::to_string(pids[i]) + " (" + name + ")";
