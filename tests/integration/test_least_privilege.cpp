@@ -132,8 +132,8 @@ TEST_SUITE("least privilege") {
                0);
     CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
     // Declaring an expected period (expect_runs) and reading it (expected_rows).
-    Result every = env.clock({"run", "-r", "app.every", "--every", "1h", "--", "true"},
-                             roles.as_app());
+    Result every =
+        env.clock({"run", "-r", "app.every", "--every", "1h", "--", "true"}, roles.as_app());
     CHECK_EXIT(every, 0);
     CHECK(every.err.empty());
     Result missed = env.clock({"missed", "app.every", "--format", "json"}, roles.as_app());
