@@ -64,7 +64,9 @@ bool database_unreachable(const Error& error) {
 // changes nothing for this run.
 void declare_expected(store::Store& store, const LockPlan& plan, std::chrono::milliseconds every) {
   try {
-    store.expect_runs({plan.request.ns, plan.request.resources, every});
+    const auto& info = plan.request.info;
+    store.expect_runs({plan.request.ns, plan.request.resources, every, plan.request.owner,
+                       plan.request.secret, store::Caller{info.user, info.host, info.pid, {}}});
   } catch (const Error& error) {
     spdlog::warn("could not record the expected period of {}: {}",
                  lock::join(plan.request.resources, ","), error.what());

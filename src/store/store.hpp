@@ -184,10 +184,16 @@ inline constexpr EventKind k_event_kinds[] = {
 // A resource's expected period (SPEC §3, missed runs): clock run --once-per D
 // or --every D declares that each of its resources must run successfully
 // at least once every D.
+// Declared by the holder only: `owner` must hold a live lease on each
+// resource, proven by `secret`, so that a login that read `status` cannot
+// lengthen a period and silence the alarm of a job it does not run.
 struct Expectation {
   std::string ns;
   std::vector<lock::Resource> resources;
   milliseconds every{0};
+  lock::OwnerId owner;
+  std::string secret;
+  Caller caller;  // who declares, for a 'refused' record
 };
 
 struct ExpectedQuery {

@@ -7,6 +7,9 @@
 -- expect_runs() is a single upsert per resource, at READ COMMITTED: it takes
 -- no hierarchy lock (it decides nothing about who runs), so it can neither
 -- delay nor be delayed by an acquirer beyond the row lock of its own rows.
+-- Only the holder declares: a period is what silences or raises the alarm
+-- of a job, so a login that read an owner id from status must not be able
+-- to lengthen it.
 -- expected_rows() only reads, in one statement (one snapshot).
 
 -- Each new latest success (record_success() in 10_util.sql inserts or
@@ -40,10 +43,14 @@ END $create$;
 
 -- Declares that each of p_resources must run successfully every p_every_ms
 -- (clock run --once-per or --every): inserts the expectation, or updates its
--- period, keeping declared_at; a row already right is not written.
+-- period, keeping declared_at; a row already right is not written. Only for
+-- p_owner holding a live lease on every resource that p_secret proves:
+-- otherwise nothing is written and the answer is false (and, for an owner
+-- id whose secret the caller lacks, 'refused' is recorded, with p_by).
 CREATE OR REPLACE FUNCTION @schema@.expect_runs(p_namespace text, p_resources text[],
-                                                p_every_ms bigint)
-RETURNS void
+                                                p_every_ms bigint, p_owner uuid,
+                                                p_secret text, p_by text)
+RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -55,6 +62,22 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'expect_runs: the period must be longer than 0';
   END IF;
+  IF p_owner IS NULL THEN
+    RETURN false;
+  END IF;
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.record_refused(clock_timestamp(), p_namespace, p_resources, p_owner, NULL,
+                                    NULL, NULL, NULL, NULL, NULL, p_by);
+    RETURN false;
+  END IF;
+  IF EXISTS (SELECT 1 FROM unnest(p_resources) AS r
+             WHERE NOT EXISTS (
+               SELECT 1 FROM @schema@.leases l
+               WHERE l.namespace = p_namespace AND l.resource = r AND l.owner = p_owner
+                 AND (l.expires_at IS NULL OR l.expires_at > clock_timestamp())
+                 AND @schema@.proves(l.secret_hash, p_secret))) THEN
+    RETURN false;
+  END IF;
   INSERT INTO @schema@.expected_runs AS e (namespace, resource, every_ms, declared_at)
   SELECT p_namespace, r, p_every_ms, clock_timestamp()
   FROM unnest(p_resources) AS r
@@ -62,6 +85,7 @@ BEGIN
   ON CONFLICT (namespace, resource) DO UPDATE
   SET every_ms = EXCLUDED.every_ms
   WHERE e.every_ms <> EXCLUDED.every_ms;
+  RETURN true;
 END $$;
 
 -- The expected runs of one namespace (NULL: all) and of a resource and its

@@ -615,10 +615,16 @@ Snapshot PostgresStore::status_within(const StatusQuery& query) {
 
 void PostgresStore::expect_runs(const Expectation& expectation) {
   m_impl->patience(k_check_patience);
-  m_impl->call("declaring the expected period", "expect_runs", "$1, $2::text[], $3",
-               {expectation.ns, text_array(expectation.resources),
-                std::to_string(expectation.every.count())},
-               pg::Retry::if_broken);
+  auto declared = m_impl->call(
+      "declaring the expected period", "expect_runs", "$1, $2::text[], $3, $4::uuid, $5, $6",
+      {expectation.ns, text_array(expectation.resources), std::to_string(expectation.every.count()),
+       expectation.owner.str(), expectation.secret, describe(expectation.caller)},
+      pg::Retry::if_broken);
+  if (declared != "true") {  // a boolean as text
+    throw Error(ExitCode::not_owner,
+                "only the holder may declare a resource's expected period, and owner " +
+                    expectation.owner.str() + " holds no live lease on every resource named");
+  }
 }
 
 ExpectedRuns PostgresStore::expected_runs(const ExpectedQuery& query) {

@@ -1,9 +1,11 @@
 // Missed runs on SQLite (expected_runs.hpp). The expectation is written in
 // its own short IMMEDIATE transaction: it decides nothing about who runs,
-// so it needs no check of leases, only SQLite's write lock for the upsert.
+// and reads only the declaring owner's own leases, as its proof.
 #include "store/sqlite/expected_runs.hpp"
 
+#include "error.hpp"
 #include "store/sqlite/rows.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 
 namespace clk::store::sqlite {
 
@@ -24,12 +26,34 @@ bool already_expected(Database& db, const Expectation& expectation) {
   return true;
 }
 
+// Whether expectation.owner holds a live lease on every resource, proven by
+// its secret (a lease from before owner secrets keeps no hash and needs none).
+bool declared_by_holder(Database& db, const Expectation& expectation, std::int64_t now_ms) {
+  const auto hash = secret_hash(expectation.secret);
+  for (const auto& resource : expectation.resources) {
+    auto stmt = db.prepare(
+        "SELECT 1 FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3"
+        " AND (expires_at IS NULL OR expires_at > ?4)"
+        " AND (secret_hash IS NULL OR secret_hash IS ?5)");
+    stmt.bind(1, expectation.ns).bind(2, resource.str()).bind(3, expectation.owner.str());
+    stmt.bind(4, now_ms).bind_text_or_null(5, hash);
+    if (!stmt.step())
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void expect_runs(Database& db, const Expectation& expectation, std::int64_t now_ms) {
   if (already_expected(db, expectation))
     return;
   WriteTransaction tx(db);
+  if (!declared_by_holder(db, expectation, now_ms)) {
+    throw Error(ExitCode::not_owner,
+                "only the holder may declare a resource's expected period, and owner " +
+                    expectation.owner.str() + " holds no live lease on every resource named");
+  }
   for (const auto& resource : expectation.resources) {
     db.prepare(
           "INSERT INTO expected_runs (namespace, resource, every_ms, declared_at)"

@@ -10,7 +10,9 @@
 
 namespace clk::store::sqlite {
 
-// Upserts each resource's period in one IMMEDIATE transaction at `now_ms`.
+// Upserts each resource's period in one IMMEDIATE transaction at `now_ms`, if
+// the expectation's owner holds a live lease on each, proven by its secret;
+// else throws Error(not_owner) and writes nothing.
 void expect_runs(Database& db, const Expectation& expectation, std::int64_t now_ms);
 
 // Reads, in one read transaction, the expected resources and their successes
