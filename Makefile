@@ -1,18 +1,22 @@
 # The usual entry points, for people and for CI (.ci/run is `make check`).
 # The build itself is CMake's (CMakeLists.txt); this file only names the steps.
 #
-#   make deps          install the missing Debian packages (packaging/install-deps.sh)
+#   make deps          install the missing Debian packages for building and testing,
+#                      saying which and why first (packaging/install-deps.sh)
 #   make build         release build with debug info, in build/
 #   make build-asan    ASan + UBSan build, in build-asan/
-#   make demo          build, then run a real job under a lock (packaging/demo.sh)
+#   make demo          install only what building clock needs, build only clock (in
+#                      build-demo/, no tests), then run a real job under a lock
+#                      on SQLite and show it held (packaging/demo.sh)
 #   make test          the quick lane, for every change: build/ only (no ASan, no
 #                      fuzzing, no package), then the unit tests, the SQLite
 #                      integration suites (functional, output contracts,
-#                      terminal) and one PostgreSQL suite (output contracts)
-#                      against a throwaway server (tests/helpers/with-postgres.sh;
-#                      without PostgreSQL installed it is skipped). Under 5
-#                      minutes on 2 cores: 172 s with build/ up to date, at load
-#                      7 from other builds (CONTRIBUTING.md)
+#                      terminal), the documentation's commands (docs) and one
+#                      PostgreSQL suite (output contracts) against a throwaway
+#                      server (tests/helpers/with-postgres.sh; without
+#                      PostgreSQL installed it is skipped). Under 5 minutes on
+#                      2 cores: 152-163 s with build/ up to date, at load 4-9
+#                      from other builds (CONTRIBUTING.md)
 #   make check         the full suite, what CI runs (.ci/run): both builds and the .deb, then every test on both builds,
 #                      against a throwaway PostgreSQL and pgbouncer
 #                      (tests/helpers/with-postgres.sh), then the .deb's own test
@@ -23,8 +27,8 @@
 #   make format        clang-format the C++ sources in place
 #   make check-format  fail if any C++ source is not clang-formatted
 #   make package       the Debian package build-pkg/clock_*.deb (cpack -G DEB)
-#   make clean         remove every build directory (build, build-asan, build-pkg,
-#                      build-release)
+#   make clean         remove every build directory (build, build-asan, build-demo,
+#                      build-fuzz, build-pkg, build-release)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
@@ -80,8 +84,14 @@ build-fuzz: deps
 fuzz: build-fuzz
 	tests/fuzz/run.sh --build build-fuzz --seconds $(FUZZ_SECONDS)
 
-demo: deps build
-	packaging/demo.sh
+# No servers, test tools or fuzzers: the toolchain and the libraries
+# (install-deps.sh --demo), and only the clock target (with the PostgreSQL
+# module it loads), in a folder of its own so that build/'s tests stay on.
+demo:
+	packaging/install-deps.sh --demo
+	$(call configure,build-demo,-DCLOCK_BUILD_TESTS=OFF -DENABLE_SANITIZERS=OFF)
+	cmake --build build-demo -j$(NPROC) --target clock
+	CLOCK_BINARY=build-demo/clock packaging/demo.sh
 
 # One PostgreSQL server (and pgbouncer) for both runs; each test makes its own
 # database. The ASan run leaves out the tests labelled "slow", if
@@ -117,22 +127,24 @@ format:
 check-format:
 	$(CXX_SOURCES) | xargs -r clang-format --dry-run -Werror
 
-# The quick lane. One PostgreSQL suite, the output contracts (about 25 s with
-# the server's start): it loads the module and runs acquire, status and
-# history on PostgreSQL. The others stay in `make check`: integration-postgres
+# The quick lane. One PostgreSQL suite, the output contracts (11 s in make
+# test, plus about 3 s for the server's start): it loads the module and runs
+# acquire, status and history on PostgreSQL; docs runs docs/postgresql.md's
+# set-up on a server of its own (10 s in all). The others stay in `make check`: integration-postgres
 # alone takes 4-7 minutes on 2 cores. The rule that keeps both lanes honest
 # (CONTRIBUTING.md): a special path that the sanitizer build does not run, or
 # that a rename can break, stays only if it saves at least a tenth of what a
 # user waits for.
-TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres)$$
+TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|docs)$$
 
 test: build
 	tests/helpers/with-postgres.sh ctest --test-dir build $(CTEST_FLAGS) -R '$(TEST_LANE)'
 
-# Every directory a target here creates: build, build-asan, build-fuzz (make
-# build-fuzz), build-pkg (make package) and build-release (make bench).
+# Every directory a target here creates: build, build-asan, build-demo (make
+# demo), build-fuzz (make build-fuzz), build-pkg (make package) and
+# build-release (make bench).
 clean:
-	rm -rf build build-asan build-fuzz build-pkg build-release
+	rm -rf build build-asan build-demo build-fuzz build-pkg build-release
 
 # The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
 # tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,

@@ -38,12 +38,13 @@ add_custom_target(clock_packaging_files ALL
 set(CLOCK_MAN_GZ ${CLOCK_PKG_DIR}/clock.1.gz)
 
 # A stripping install (`cpack`, `cmake --install --strip`) also drops the
-# .comment and .note sections from the binary and the PostgreSQL module, as
+# .comment and .note sections from the binary and the modules, as
 # Debian's dh_strip does. Runs after CMakeLists.txt's install(TARGETS …) and
 # their strip.
 if(CMAKE_OBJCOPY)
   install(CODE "
-    foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\")
+    foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\"
+                       \"${CLOCK_MODULE_SUBDIR}/clock-ping.so\")
       set(_clock_elf \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${_clock_elf}\")
       if(CMAKE_INSTALL_DO_STRIP AND EXISTS \"\${_clock_elf}\")
         execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --remove-section=.comment
@@ -87,6 +88,15 @@ install(FILES ${CMAKE_SOURCE_DIR}/packaging/schema/status.schema.json
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/debian/clock.lintian-overrides
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME clock
   COMPONENT deb EXCLUDE_FROM_ALL)
+# Alert rules (with their promtool unit tests) and a Grafana dashboard over
+# `clock status --format prometheus`.
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/prometheus/clock.rules.yml
+              ${CMAKE_SOURCE_DIR}/packaging/prometheus/clock.rules.test.yml
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/clock/prometheus COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/grafana/clock-dashboard.json
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/clock/grafana COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/schema/missed.schema.json
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/schema COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/sql/postgres/roles.sql
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/examples/postgres
   COMPONENT deb EXCLUDE_FROM_ALL)

@@ -16,5 +16,6 @@ Action register_gc(CLI::App& app);
 Action register_init(CLI::App& app);
 Action register_config(CLI::App& app);
 Action register_check(CLI::App& app);
+Action register_missed(CLI::App& app);
 
 }  // namespace clk::cmd

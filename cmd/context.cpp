@@ -157,7 +157,8 @@ output::Format format_flag(const std::string& value,
       {"json", output::Format::json},
       {"shell", output::Format::shell},
       {"table", output::Format::table},
-      {"prometheus", output::Format::prometheus}};
+      {"prometheus", output::Format::prometheus},
+      {"nagios", output::Format::nagios}};
   std::string choices;
   for (auto format : allowed) {
     for (const auto& [name, known] : k_names) {

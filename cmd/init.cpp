@@ -14,7 +14,7 @@ Action register_init(CLI::App& app) {
   auto* command = app.add_subcommand("init", "Create or migrate the schema");
   command->add_flag("--print-sql", options->print_sql,
                     "Print the DDL for a database administrator instead");
-  command->footer("Example:\n  clock --database postgresql://admin@db/clock init");
+  command->footer("Example:\n  clock --database postgresql://clock_admin@db.example/clock init");
   return [options](Context& context) {
     if (options->print_sql) {
       print(store::schema_sql(context.settings.database_url, context.settings.pg_schema));

@@ -13,6 +13,7 @@
 #include "output/logging.hpp"
 #include "store/database_url.hpp"
 #include "util/file_size_signal.hpp"
+#include "util/http_url.hpp"
 #include "util/owner_secret.hpp"
 #include "util/password.hpp"
 
@@ -84,6 +85,25 @@ void hide_owner_secrets_in_argv(int argc, char** argv) {
       for (std::size_t k = span.begin; k < span.end; ++k)
         argv[i][k] = 'x';
     }
+  }
+}
+
+// A ping URL given with --ping (its path is the check's secret uuid or ping
+// key) shows in /proc/PID/cmdline: everything after its host is overwritten
+// before anything else runs, as owner secrets are. The guard's copy too.
+void hide_ping_urls_in_argv(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view arg(argv[i]);
+    std::size_t offset = 0;
+    if (arg.starts_with("--ping="))
+      offset = 7;
+    else if (i > 1 && std::string_view(argv[i - 1]) == "--ping")
+      offset = 0;
+    else
+      continue;
+    std::size_t secret = offset + util::http_host_end(arg.substr(offset));
+    for (std::size_t k = secret; k < arg.size(); ++k)
+      argv[i][k] = 'x';
   }
 }
 
@@ -232,6 +252,7 @@ int main(int argc, char** argv) {
   // Split off the wrapped command: CLI11 would parse its flags as ours.
   std::vector<std::string> args(argv + 1, argv + argc);
   hide_owner_secrets_in_argv(argc, argv);
+  hide_ping_urls_in_argv(argc, argv);
   auto dashes = std::find(args.begin(), args.end(), "--");
   bool has_command = dashes != args.end();
   if (has_command) {
@@ -250,7 +271,8 @@ int main(int argc, char** argv) {
       "database file, 75 not acquired, 76 deadlock, 77 not the owner, 78 configuration, "
       "79 lease lost, 124 out of time (clock run --max-runtime); clock run passes the "
       "command's status through (126 cannot execute, 127 not found); clock status "
-      "exits 1 when nothing is held; clock check exits 0 when the set-up is right.\n"
+      "exits 1 when nothing is held; clock check exits 0 when the set-up is right; clock missed "
+      "exits 1 when periods were missed, 2 when a job is overdue (as a Nagios check).\n"
       "-v names the database in use and where it came from; clock config lists every "
       "setting with its origin.\n"
       "CLOCK_OWNER is ID.SECRET: the public owner id and the owner's secret, "
@@ -274,6 +296,7 @@ int main(int argc, char** argv) {
   add(cmd::register_init, "init");
   add(cmd::register_config, "config");
   add(cmd::register_check, "check");
+  add(cmd::register_missed, "missed");
 
   const std::vector<std::string> words = args;  // in order, for parse_error_message
   std::reverse(args.begin(), args.end());       // CLI11 takes them last-first

@@ -25,9 +25,11 @@ Action register_release(CLI::App& app) {
                       "CLOCK_OWNER=ID.SECRET, the preferred form (exit 77 without it). "
                       "--owner ID.SECRET works too, but shows in ps until clock blanks it");
   command->add_flag("--force", options->force,
-                    "Release whoever holds it (recorded in history as forced)");
+                    "Release whoever holds it (recorded in history as forced; prints a "
+                    "warning line on stderr; exit 77 if nobody held it)");
   command->footer(
-      "Example:\n  eval \"$(clock acquire -r ldap.import --format shell)\"\n"
+      "Example:\n  exports=$(clock acquire -r ldap.import --format shell) || exit\n"
+      "  eval \"$exports\"\n"
       "  ./import.sh; clock release -r ldap.import   # CLOCK_OWNER=ID.SECRET proves the owner\n"
       "A release from outside the holder's process tree is recorded with who asked.");
   return [options](Context& context) {

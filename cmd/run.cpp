@@ -1,127 +1,23 @@
-// clock run: acquire, run the command as a supervised child while renewing
-// the lease, release when it exits, and exit with its status.
-#include <algorithm>
-#include <random>
-#include <thread>
-
+// clock run: its flags, then the run: acquire (take_locks), then
+// run::run_locked runs the command as a supervised child while renewing the
+// lease, releases when it exits, and gives the status clock exits with.
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.hpp"
 #include "cmd/lock_flags.hpp"
 #include "error.hpp"
+#include "notify/ping.hpp"
+#include "notify/stderr_tail.hpp"
 #include "output/text.hpp"
-#include "run/supervise.hpp"
+#include "run/jitter.hpp"
+#include "run/locked_run.hpp"
 #include "run/timing.hpp"
 #include "util/duration.hpp"
-#include "util/quick_exit.hpp"
-#include "util/random_seed.hpp"
-#include "util/signal_flag.hpp"
+#include "util/http_url.hpp"
 
 namespace clk::cmd {
 
 namespace {
-
-std::string joined_tokens(const std::vector<store::Grant>& grants) {
-  std::string out;
-  for (const auto& grant : grants)
-    out += (out.empty() ? "" : ",") + std::to_string(grant.token);
-  return out;
-}
-
-// The leases the heartbeat keeps: every resource, under the tokens granted.
-// Without the caller: keep_lease() adds it (its lineage is read while the
-// command runs, not between the grant and the command's start).
-store::RenewRequest held_leases(const LockPlan& plan, const std::vector<store::Grant>& grants) {
-  store::RenewRequest held;
-  held.ns = plan.request.ns;
-  held.resources = plan.request.resources;
-  held.owner = plan.request.owner;
-  held.secret = plan.request.secret;
-  held.ttl = plan.request.ttl;
-  for (const auto& grant : grants)
-    held.tokens.push_back(grant.token);
-  return held;
-}
-
-// The heartbeat's calls: renew every resource keeping the tokens, and, where
-// the store can tell cheaply, check between renewals that they are still
-// held, and give the connection back between renewals. All run on the
-// supervisor's heartbeat thread, the only user of
-// `store` while the child runs; their errors are the heartbeat's to report.
-run::LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& held) {
-  run::LeaseKeeping keeping;
-  keeping.renew = [&store, held] {
-    auto request = held;
-    request.caller = this_caller();
-    store.renew(request);
-    return run::RenewOutcome::renewed;
-  };
-  keeping.check_interval = store.still_holds_interval();
-  if (keeping.check_interval)
-    keeping.still_holds = [&store, held] { return store.still_holds(held); };
-  keeping.rest_after = store.idle_limit();
-  if (keeping.rest_after)
-    keeping.rest = [&store] { store.rest(); };
-  return keeping;
-}
-
-// The steady-clock instant `at` on the wall clock, for messages.
-std::string wall_clock(std::chrono::steady_clock::time_point at) {
-  auto ago = std::chrono::steady_clock::now() - at;
-  return output::iso8601(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-      std::chrono::system_clock::now() - ago));
-}
-
-// Releases after the command; a lease found lost then means the command ran
-// unprotected for part of its run: exit 79 (SPEC §4), saying since when.
-// A run stopped at its --max-runtime is history (`killed`). Failing to write
-// it changes nothing for the caller (exit 124 either way): a warning.
-void record_killed(store::Store& store, const store::LockRequest& request) {
-  try {
-    store.record_missed_run(request, store::EventKind::killed, std::nullopt);
-  } catch (const Error& error) {
-    spdlog::warn("could not record the killed run in history: {}", error.what());
-  }
-}
-
-int release_after_run(store::Store& store, const LockPlan& plan,
-                      const std::vector<store::Grant>& grants, const run::RunEnd& end) {
-  store::ReleaseRequest release;
-  release.ns = plan.request.ns;
-  release.resources = plan.request.resources;
-  release.owner = plan.request.owner;
-  // A run counts for --once-per when its command exited 0 and its lease is
-  // still held at the release (a lost run does not count: the store refuses).
-  release.succeeded = end.status == 0 && !end.stopped_for_lost_lease;
-  release.secret = plan.request.secret;
-  release.caller = this_caller();
-  // What it holds, so that a release whose reply a failover lost is looked
-  // up and sent again rather than left to expire (store.hpp).
-  for (const auto& grant : grants) {
-    release.tokens.push_back(grant.token);
-    release.depths.push_back(grant.depth);
-  }
-  // Renewed no later than last_held, so it lapses by then + TTL (the margin
-  // covers the renewal's own round trip).
-  if (plan.request.ttl > std::chrono::milliseconds(0))
-    release.expires_by = end.last_held + plan.request.ttl + std::chrono::seconds(1);
-  try {
-    store.release(release);
-  } catch (const Error& error) {
-    if (end.stopped_for_lost_lease)
-      return end.status;  // already reported
-    if (error.code() != ExitCode::not_owner) {
-      spdlog::warn("releasing after the command: {}", error.what());
-      return end.status;
-    }
-    spdlog::error(
-        "the command finished with status {} but ran unprotected since {}, when its lease was "
-        "last known held: {}; another holder may have run beside it",
-        end.status, wall_clock(end.last_held), error.what());
-    return exit_status(ExitCode::lease_lost);
-  }
-  return end.status;
-}
 
 // --once-per found the period done: exit 0 (or -E's code) without running,
 // quietly, as an expected outcome; -v says which run did the period.
@@ -135,28 +31,46 @@ int report_period_done(const LockFlags& flags, std::chrono::milliseconds once_pe
   return flags.conflict_exit_code.value_or(0);
 }
 
-// --jitter: a random delay in [0, span) before the first attempt, so that a
-// fleet's cron burst at :00 reaches the database spread out. It comes before
-// acquiring, so -w's budget starts after it. A termination signal ends it
-// (and clock, of that signal) within 100 ms: nothing is held yet.
-void start_jitter(std::chrono::milliseconds span) {
-  using namespace std::chrono;
-  if (span <= milliseconds(0))
-    return;
-  std::mt19937_64 random(util::random_seed());
-  milliseconds delay(std::uniform_int_distribution<milliseconds::rep>(0, span.count() - 1)(random));
-  spdlog::info("jitter: waiting {} (of --jitter {}) before the first attempt",
-               util::format_duration(delay), util::format_duration(span));
-  util::SignalFlag signals;
-  auto until = steady_clock::now() + delay;
-  while (steady_clock::now() < until) {
-    if (signals.caught())
-      signals.die_of_caught_signal();
-    std::this_thread::sleep_for(
-        std::min<steady_clock::duration>(until - steady_clock::now(), milliseconds(100)));
+// --ping URL, else the config file's ping.urls entry of the first resource
+// that has one; none: no pings.
+std::optional<notify::Pinger> pinger_for(const Context& context,
+                                         const std::optional<std::string>& flag,
+                                         const LockPlan& plan) {
+  std::optional<std::string> url = flag;
+  if (url) {
+    if (auto problem = util::http_url_problem(*url); !problem.empty())
+      throw Error(ExitCode::usage, "--ping: " + problem);
   }
-  if (signals.caught())
-    signals.die_of_caught_signal();
+  for (const auto& resource : plan.request.resources) {
+    if (url)
+      break;
+    if (auto found = context.settings.ping_urls.find(resource.str());
+        found != context.settings.ping_urls.end())
+      url = found->second;
+  }
+  if (!url)
+    return std::nullopt;
+  return notify::Pinger(*url, plan.request.owner.str(), context.settings.ping_log_skips);
+}
+
+// The database could not be reached (or its file used): a run that pings
+// says so with /fail, so the dead man's switch does not go silent.
+bool database_unreachable(const Error& error) {
+  return error.code() == ExitCode::unavailable || error.code() == ExitCode::local_database;
+}
+
+// --once-per or --every: the resources' expected period, declared while the
+// command runs (off the path of its start). A failure is a warning: it
+// changes nothing for this run.
+void declare_expected(store::Store& store, const LockPlan& plan, std::chrono::milliseconds every) {
+  try {
+    const auto& info = plan.request.info;
+    store.expect_runs({plan.request.ns, plan.request.resources, every, plan.request.owner,
+                       plan.request.secret, store::Caller{info.user, info.host, info.pid, {}}});
+  } catch (const Error& error) {
+    spdlog::warn("could not record the expected period of {}: {}",
+                 lock::join(plan.request.resources, ","), error.what());
+  }
 }
 
 // CLI11's usage line ends at [OPTIONS]; clock run's command comes after `--`,
@@ -174,10 +88,13 @@ Action register_run(CLI::App& app) {
     LockFlags lock;
     std::optional<std::string> heartbeat;
     std::string on_lease_lost = "kill";
+    std::string leftovers = "kill";
     std::optional<std::string> kill_after;
     std::optional<std::string> jitter;
     std::optional<std::string> max_runtime;
     std::optional<std::string> once_per;
+    std::optional<std::string> every;
+    std::optional<std::string> ping;
     bool watch_lease = false;
     std::vector<std::string> command;
   };
@@ -194,6 +111,12 @@ Action register_run(CLI::App& app) {
                    "kill (stop the child, exit 79) or warn (let it run on unprotected; "
                    "exit 79 once it ends)")
       ->check(CLI::IsMember({"kill", "warn"}));
+  command
+      ->add_option("--leftovers", options->leftovers,
+                   "What becomes of processes the command leaves running (daemons, setsid, "
+                   "nohup &): kill (SIGTERM, SIGKILL after --kill-after, then release; the "
+                   "default) or wait (hold the lock until they exit)")
+      ->check(CLI::IsMember({"kill", "wait"}));
   command->add_option("--kill-after", options->kill_after,
                       "SIGKILL this long after SIGTERM (default: TTL/10, at most 10s; 10s "
                       "with --ttl 0)");
@@ -201,13 +124,24 @@ Action register_run(CLI::App& app) {
                       "Wait a random part of D before the first attempt, not counted in -w "
                       "(spreads a fleet's cron burst; -v shows the delay)");
   command->add_option("--max-runtime", options->max_runtime,
-                      "Stop the command after D as timeout(1) does (SIGTERM to its group, SIGKILL "
-                      "after --kill-after), release, exit 124 (0: no limit)");
+                      "Stop the command after D as timeout(1) does (SIGTERM to all its processes, "
+                      "SIGKILL after --kill-after), release, exit 124 (0: no limit)");
   command->add_option(
       "--once-per", options->once_per,
       "Run at most once successfully per D across all hosts: skip (exit 0, or -E's code; "
       "recorded as skipped) when a run that exited 0 was granted at or after the database's "
       "now - D; a failed, killed or lost run does not count");
+  command->add_option(
+      "--every", options->every,
+      "Expect a successful run at least every D (status and 'clock missed' show the resource "
+      "overdue otherwise), without --once-per's skipping; with --once-per, the expected period "
+      "is --every's (default: --once-per's)");
+  command->add_option(
+      "--ping", options->ping,
+      "Ping a healthchecks.io-style URL from the host that runs the command: /start, then "
+      "/<exit status> with the last 10 KiB of its stderr; /fail if the database is unreachable; "
+      "nothing from a host that skipped (config ping.on_skip = \"log\": /log). Each ping waits "
+      "at most 2s and never changes the exit status. Default: the config's ping.urls entry");
   command->add_flag(
       "--watch-lease", options->watch_lease,
       "PostgreSQL: keep one connection that LISTENs for the loss of the lease, so that a forced "
@@ -220,10 +154,15 @@ Action register_run(CLI::App& app) {
       "  0 * * * * clock run --jitter 5m -n -E 0 -r report -- /usr/local/bin/report\n"
       "  0 2 * * * clock run --max-runtime 3h -n -E 0 -r backup -- /usr/local/bin/backup\n"
       "  0 * * * * clock run --once-per 50m -r report -- /usr/local/bin/report  (every host)\n"
+      "  0 3 * * * clock run -n -E 0 --every 1d --ping https://hc-ping.com/UUID -r backup -- "
+      "backup.sh\n"
       "Exit status: the command's (128+N if a signal N ended it); 126 the command was found\n"
       "but cannot be executed, 127 it was not found; 75 not acquired (-E N: N), silently\n"
       "with -n when stderr is not a terminal; 79 lease lost; 124 --max-runtime ran out;\n"
-      "64-78 as for every command (see clock --help).");
+      "64-78 as for every command (see clock --help).\n"
+      "The lock covers every process the command starts, also those that leave its group\n"
+      "or session: clock is their subreaper and releases only once none is left (see\n"
+      "--leftovers). As a container's PID 1 it also reaps orphans.");
   return [options](Context& context) {
     options->command = context.command;
     if (options->command.empty()) {
@@ -238,6 +177,13 @@ Action register_run(CLI::App& app) {
       if (plan.request.once_per->count() <= 0)
         throw Error(ExitCode::usage, "--once-per needs a period longer than 0, e.g. --once-per 1h");
     }
+    std::optional<std::chrono::milliseconds> every = plan.request.once_per;
+    if (options->every) {
+      every = duration_flag("--every", *options->every);
+      if (every->count() <= 0)
+        throw Error(ExitCode::usage, "--every needs a period longer than 0, e.g. --every 1d");
+    }
+    auto pinger = pinger_for(context, options->ping, plan);
     run::RunOptions run;
     run.argv = options->command;
     run.lease_name = lock::join(plan.request.resources, ",");
@@ -250,6 +196,7 @@ Action register_run(CLI::App& app) {
                          : context.settings.kill_after.value_or(run::default_kill_after(run.ttl));
     run.on_lease_lost =
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
+    run.leftovers = options->leftovers == "wait" ? run::Leftovers::wait : run::Leftovers::kill;
     run.max_runtime = options->max_runtime ? duration_flag("--max-runtime", *options->max_runtime)
                                            : std::chrono::milliseconds(0);
     run::check_timing(run);
@@ -261,44 +208,42 @@ Action register_run(CLI::App& app) {
     // Forked before the store is opened, not between the grant and the
     // command's start.
     run::Guard guard;
-    start_jitter(jitter);
+    run::wait_jitter(jitter);
     if (options->watch_lease)
       context.settings.watch_lease = true;
-    auto store = context.open_store();
+    std::unique_ptr<store::Store> store;
     store::Acquired acquired;
     try {
+      store = context.open_store();
       acquired = take_locks(context, *store, plan);
     } catch (const Error& error) {
+      if (pinger && database_unreachable(error))
+        pinger->failed(std::string("clock: database unreachable: ") + error.what());
       if (error.code() != ExitCode::not_acquired)
         throw;
+      if (pinger)
+        pinger->skipped(std::string("clock: skipped: ") + error.what());
       return report_refusal(context, options->lock, error);
     }
-    if (acquired.done_by)
+    if (acquired.done_by) {
+      if (pinger)
+        pinger->skipped("clock: skipped: the period was done by the run on " +
+                        acquired.done_by->host + " started " +
+                        output::iso8601(acquired.done_by->started));
       return report_period_done(options->lock, *plan.request.once_per, *acquired.done_by);
-    run.extra_env = {{"CLOCK_OWNER", plan.owner.str()},
-                     {"CLOCK_RESOURCE", lock::join(plan.request.resources, ",")},
-                     {"CLOCK_TOKEN", joined_tokens(acquired.grants)}};
-    auto held = held_leases(plan, acquired.grants);
-    auto keeping = keep_lease(*store, held);
-    // Recorded before the release, while the lease is still held.
-    run.on_out_of_time = [&] { record_killed(*store, plan.request); };
-    // While the command runs: this process's facts as a caller (its
-    // ancestors' /proc files, some 30 system calls) for the renewals and the
-    // release, and whatever the store would otherwise do later.
-    run.beside_command = [&] {
-      this_caller();
-      store->use_idle_time();
-    };
-    int status =
-        run::supervise(run, guard, keeping, acquired.attempt_start, [&](const run::RunEnd& end) {
-          return release_after_run(*store, plan, acquired.grants, end);
-        });
-    // The release is done and the guard stood down: where the store allows
-    // it, no closing, no reaping of the guard (a wait for the kernel to end
-    // it), no freeing of every object.
-    if (store->may_exit_without_closing())
-      util::quick_exit_if_possible(status);
-    return status;
+    }
+    // The job runs here: only this host pings its start and end.
+    if (pinger)
+      pinger->started();
+    notify::StderrTail tail(notify::k_tail_bytes);
+    if (pinger)
+      tail.start();
+    run::HeldLocks held{plan.request, plan.owner.str(), std::move(acquired), this_caller};
+    if (every)
+      held.beside_command = [&store, &plan, every] { declare_expected(*store, plan, *every); };
+    if (pinger)
+      held.after_release = [&pinger, &tail](int status) { pinger->finished(status, tail.stop()); };
+    return run::run_locked(run, guard, *store, held);
   };
 }
 

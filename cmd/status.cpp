@@ -38,7 +38,9 @@ Action register_status(CLI::App& app) {
   command->footer(
       "The table starts with the database it read (password masked), then has one line\n"
       "per holder and per waiter (in queue order); its STATE\n"
-      "column is coloured on a terminal, never with NO_COLOR set or in a pipe.\n"
+      "column is coloured on a terminal, never with NO_COLOR set or in a pipe. Then, for\n"
+      "resources with an expected period (clock run --once-per/--every), the last\n"
+      "success, when the next is due and whether it is OVERDUE (see clock missed).\n"
       "Exit status: 0 if a live lease is held (on PREFIX or below, if given), 1 if\n"
       "none is (even with waiters queued); --format prometheus exits 0 either way.\n"
       "Errors exit 64-79 as for every command (see clock --help).\n"
@@ -58,6 +60,8 @@ Action register_status(CLI::App& app) {
     query.include_expired = options->all;
     auto store = context.open_store();
     auto snapshot = store->status(query);
+    // Resources with an expected period: last success, due, overdue.
+    snapshot.expected = store->expected_runs({query.ns, query.prefix, std::nullopt});
     if (context.verbosity > 0) {
       for (const auto& warning : store->setup_warnings())
         spdlog::warn("{}", warning);

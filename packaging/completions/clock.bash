@@ -121,7 +121,7 @@ _clock()
             return
             ;;
         --namespace | --owner | --ttl | --slots | -w | --wait | -E | --conflict-exit-code | \
-            --heartbeat | --kill-after | --jitter | --max-runtime | --once-per | --limit | --history-older-than)
+            --heartbeat | --kill-after | --jitter | --max-runtime | --once-per | --every | --limit | --history-older-than)
             return
             ;;
         -r | --resource)
@@ -165,7 +165,7 @@ _clock()
         renew) opts='-r --resource --owner --ttl' ;;
         status) opts='--format --all' ;;
         history) opts='--limit --event --format' ;;
-        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --once-per --watch-lease --" ;;
+        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --once-per --every --ping --watch-lease --" ;;
         gc) opts='--dry-run --history-older-than' ;;
         init) opts='--print-sql' ;;
         *) return ;;

@@ -17,7 +17,10 @@
 --                 renew, release (of the caller's own leases: the function
 --                 only ever touches the lease of the owner id it is given,
 --                 and only with that owner's secret),
---                 status_rows and history, and SELECT on schema_migrations (the
+--                 status_rows and history, expect_runs (clock run --once-per
+--                 or --every declares the period of a resource it holds,
+--                 with the owner's secret) and
+--                 expected_rows (status, missed), and SELECT on schema_migrations (the
 --                 version check every command makes first). No privilege on
 --                 any lock table, the sequence, or CREATE anywhere: the lock
 --                 table and history change only through the functions, so
@@ -76,7 +79,9 @@ GRANT EXECUTE ON FUNCTION
   :"schema".renew(text, text[], uuid, bigint[], bigint, text, text),
   :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
   :"schema".status_rows(text, text, boolean),
-  :"schema".history(text, text, integer, text)
+  :"schema".history(text, text, integer, text),
+  :"schema".expect_runs(text, text[], bigint, uuid, text, text),
+  :"schema".expected_rows(text, text, bigint)
 TO clock_app;
 
 GRANT EXECUTE ON FUNCTION

@@ -20,6 +20,7 @@
 #include "lock/owner.hpp"
 #include "lock/resource.hpp"
 #include "util/duration.hpp"
+#include "util/http_url.hpp"
 #include "util/password.hpp"
 
 extern char** environ;
@@ -62,12 +63,39 @@ class FileReader {
   void check_known_keys() {
     static const std::map<std::string, std::vector<std::string>> k_known = {
         {"",
-         {"database", "namespace", "log_level", "log_format", "lock", "postgres", "gc", "sqlite"}},
+         {"database", "namespace", "log_level", "log_format", "lock", "postgres", "gc", "sqlite",
+          "ping"}},
+        {"ping", {"on_skip", "urls"}},
         {"lock", {"ttl", "heartbeat", "kill_after"}},
         {"postgres", {"schema", "connect_timeout", "watch_lease"}},
         {"gc", {"history_retention", "batch_size"}},
         {"sqlite", {"allow_network_filesystem"}}};
     check_table(m_table, "", k_known);
+  }
+
+  // [ping.urls]: resource name → ping URL, each checked.
+  std::map<std::string, std::string> ping_urls() {
+    std::map<std::string, std::string> urls;
+    auto node = m_table.at_path("ping.urls");
+    if (!node)
+      return urls;
+    if (!node.is_table())
+      file_error(m_file, node.node()->source(), "ping.urls", "expected a table");
+    for (const auto& [key, value] : *node.as_table()) {
+      const std::string full = "ping.urls." + std::string(key.str());
+      try {
+        lock::Resource::parse(key.str());
+      } catch (const Error& error) {
+        file_error(m_file, value.source(), full, error.what());
+      }
+      auto url = value.value<std::string>();
+      if (!url || !value.is_string())
+        file_error(m_file, value.source(), full, "expected a URL string");
+      if (auto problem = util::http_url_problem(*url); !problem.empty())
+        file_error(m_file, value.source(), full, problem);
+      urls.emplace(std::string(key.str()), *url);
+    }
+    return urls;
   }
 
   bool has(const std::string& path) const { return static_cast<bool>(m_table.at_path(path)); }
@@ -263,6 +291,12 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   if (auto v = reader.boolean("sqlite.allow_network_filesystem")) {
     settings.allow_network_filesystem = *v;
   }
+  if (auto v = reader.string("ping.on_skip")) {
+    if (*v != "none" && *v != "log")
+      throw Error(ExitCode::config, file.string() + ": ping.on_skip: expected \"none\" or \"log\"");
+    settings.ping_log_skips = *v == "log";
+  }
+  settings.ping_urls = reader.ping_urls();
 }
 
 namespace {

@@ -35,6 +35,11 @@ struct Settings {
   std::optional<milliseconds> history_retention;  // gc prunes history older than this
   int gc_batch_size = 1000;
   bool allow_network_filesystem = false;
+  // clock run's pings: each resource's URL ([ping.urls], resource name →
+  // URL), and whether a run skipped because another ran or holds it pings
+  // /log (ping.on_skip = "log") rather than nothing.
+  std::map<std::string, std::string> ping_urls;
+  bool ping_log_skips = false;
   std::filesystem::path config_file;  // the file that was read, if any
   std::vector<std::string> warnings;  // one line each, for the caller to log
   // Where each setting that is not a built-in default came from, keyed as in

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output/colour.hpp"
+#include "output/expected_render.hpp"
 #include "output/text.hpp"
 #include "util/duration.hpp"
 
@@ -219,7 +220,8 @@ std::string render_grants(const lock::OwnerCredential& owner,
 
 std::string render_status(const store::Snapshot& snapshot, Format format, bool colour) {
   if (format == Format::prometheus)
-    return render_prometheus(snapshot);
+    return render_prometheus(snapshot) +
+           (snapshot.expected ? expected_prometheus(*snapshot.expected) : "");
   if (format == Format::json) {
     json holders = json::array();
     for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
@@ -233,23 +235,15 @@ std::string render_status(const store::Snapshot& snapshot, Format format, bool c
       waiters.back()["place"] = places[i];
     }
     json out = {{"now", iso8601(snapshot.now)}, {"holders", holders}, {"waiters", waiters}};
+    if (snapshot.expected)
+      out["expected"] = expected_json(*snapshot.expected);
     return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
-  return status_table(snapshot, colour);
+  return status_table(snapshot, colour) +
+         (snapshot.expected ? expected_table(*snapshot.expected) : "");
 }
 
 namespace {
-
-// Label values in the text exposition format escape \\, \" and newlines.
-std::string label_value(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"')
-      out += '\\';
-    out += c == '\n' ? std::string("\\n") : std::string(1, c);
-  }
-  return out;
-}
 
 struct ResourceMetrics {
   int holders = 0;
@@ -266,8 +260,8 @@ std::string runs_total(const std::vector<store::RunCount>& run_counts) {
       "lost, killed, forced).\n"
       "# TYPE clock_runs_total counter\n";
   for (const auto& run : run_counts) {
-    out += "clock_runs_total{namespace=\"" + label_value(run.ns) + "\",resource=\"" +
-           label_value(run.resource.str()) + "\",outcome=\"" +
+    out += "clock_runs_total{namespace=\"" + prometheus_label_value(run.ns) + "\",resource=\"" +
+           prometheus_label_value(run.resource.str()) + "\",outcome=\"" +
            std::string(store::to_string(run.outcome)) + "\"} " + std::to_string(run.count) + "\n";
   }
   return out;
@@ -314,8 +308,8 @@ std::string render_prometheus(const store::Snapshot& snapshot) {
         continue;
       char number[64];
       std::snprintf(number, sizeof number, "%.3f", *value);
-      out += std::string(family.name) + "{namespace=\"" + label_value(key.first) +
-             "\",resource=\"" + label_value(key.second) + "\"} " + number + "\n";
+      out += std::string(family.name) + "{namespace=\"" + prometheus_label_value(key.first) +
+             "\",resource=\"" + prometheus_label_value(key.second) + "\"} " + number + "\n";
     }
   }
   return out + runs_total(snapshot.run_counts);

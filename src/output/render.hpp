@@ -9,7 +9,7 @@
 
 namespace clk::output {
 
-enum class Format { text, json, shell, table, prometheus };
+enum class Format { text, json, shell, table, prometheus, nagios };
 
 // `clock acquire`: the owner id and the tokens, as text, JSON or shell exports.
 std::string render_grants(const lock::OwnerCredential& owner,

@@ -7,6 +7,16 @@
 
 namespace clk::output {
 
+std::string prometheus_label_value(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out;
+}
+
 std::string escape_for_terminal(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -16,6 +16,10 @@ namespace clk::output {
 // holding escape sequences is shown, never obeyed.
 std::string escape_for_terminal(std::string_view text);
 
+// A Prometheus label value in the text exposition format: \\, \" and
+// newlines escaped.
+std::string prometheus_label_value(std::string_view text);
+
 // ISO 8601 in UTC with milliseconds: 2026-11-22T19:40:03.123Z.
 std::string iso8601(lock::Instant instant);
 

@@ -20,8 +20,10 @@ namespace clk::run {
 
 namespace {
 
-// The guard's end of the socket pair, in the guard.
+// The guard's end of the socket pair, in the guard, and the job's
+// cgroup.kill (or nothing) after it.
 constexpr int k_guard_fd = 3;
+constexpr int k_cgroup_kill_fd = 4;
 
 // One policy, whatever signal reaches the group: only SIGKILL (and SIGSTOP)
 // act on the guard. Signals pending since the fork are discarded by being
@@ -39,29 +41,38 @@ void ignore_all_signals() {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-// Keeps only the socket, as fd 3: the guard must not hold clock's database
-// connection, or a pipe a reader waits on, for longer than clock does.
-void close_all_but(int fd) {
-  if (fd != k_guard_fd) {
-    dup2(fd, k_guard_fd);
-    close(fd);
+// Keeps only the socket, as fd 3, and the cgroup's kill file, as fd 4: the
+// guard must not hold clock's database connection, or a pipe a reader waits
+// on, for longer than clock does. Returns the last fd kept.
+int close_all_but(int fd, int kill_fd) {
+  // Out of the way first, so that neither dup2 overwrites the other.
+  const int high = 100;
+  int moved = fcntl(fd, F_DUPFD, high);
+  int moved_kill = kill_fd >= 0 ? fcntl(kill_fd, F_DUPFD, high) : -1;
+  dup2(moved, k_guard_fd);
+  int last = k_guard_fd;
+  if (moved_kill >= 0) {
+    dup2(moved_kill, k_cgroup_kill_fd);
+    last = k_cgroup_kill_fd;
   }
   for (int low = 0; low < k_guard_fd; ++low)
     close(low);
-  if (close_range(k_guard_fd + 1, ~0U, 0) != 0) {
+  if (close_range(static_cast<unsigned>(last) + 1, ~0U, 0) != 0) {
     long max = sysconf(_SC_OPEN_MAX);
     if (max < 0 || max > 65536)
       max = 65536;
-    for (int other = k_guard_fd + 1; other < max; ++other)
+    for (int other = last + 1; other < max; ++other)
       close(other);
   }
+  return last;
 }
 
-// The forked child: only async-signal-safe calls, then _exit.
-[[noreturn]] void run_guard(int fd) {
+// The forked child: only async-signal-safe calls, then _exit. `cgroup_path`:
+// the job's cgroup, or null.
+[[noreturn]] void run_guard(int fd, int kill_fd, const char* cgroup_path) {
   ignore_all_signals();
   setpgid(0, 0);
-  close_all_but(fd);
+  bool has_cgroup = close_all_but(fd, cgroup_path ? kill_fd : -1) == k_cgroup_kill_fd;
   prctl(PR_SET_NAME, "clock-guard", 0, 0, 0);
   char byte;
   for (;;) {
@@ -74,6 +85,8 @@ void close_all_but(int fd) {
   }
   // Only ever our own group: never the group clock was started in, which may
   // hold the rest of a pipeline.
+  if (has_cgroup)
+    kill_and_remove_cgroup(k_cgroup_kill_fd, cgroup_path);  // what left the group too
   if (getpgrp() == getpid())
     kill(0, SIGKILL);
   _exit(0);
@@ -93,7 +106,9 @@ sigset_t all_signals() {
 
 }  // namespace
 
-Guard::Guard() {
+Guard::Guard() : m_cgroup(JobCgroup::create()) {
+  const int kill_fd = m_cgroup ? m_cgroup->kill_fd() : -1;
+  const char* cgroup_path = m_cgroup ? m_cgroup->path().c_str() : nullptr;
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     fail("socketpair");
@@ -104,7 +119,7 @@ Guard::Guard() {
     pid = fork();
     if (pid == 0) {
       close(fds[1]);
-      run_guard(fds[0]);
+      run_guard(fds[0], kill_fd, cgroup_path);
     }
   }
   if (pid < 0) {
@@ -148,6 +163,8 @@ void Guard::stand_down() {
   kill(m_pid, SIGKILL);
   close(m_fd);
   m_fd = -1;
+  if (m_cgroup)
+    m_cgroup->remove();
 }
 
 }  // namespace clk::run

@@ -18,6 +18,16 @@ using std::chrono::milliseconds;
 
 enum class LeaseLostPolicy { kill, warn };
 
+// What becomes of the processes a command leaves running when it exits (a
+// daemon it started, a `nohup … &`): the lock covers them either way, and is
+// released only once none is left (docs/whole-job.md).
+enum class Leftovers {
+  kill,  // SIGTERM, SIGKILL after --kill-after, then release (the default, as
+         // systemd's KillMode=control-group: a cron job's lock is never held
+         // indefinitely by a straggler)
+  wait,  // keep the lease renewed until they exit by themselves
+};
+
 // What one renewal attempt found.
 enum class RenewOutcome {
   renewed,      // the lease now lasts another TTL from the attempt's start
@@ -44,6 +54,7 @@ struct RunOptions {
   milliseconds heartbeat = default_heartbeat(lock::k_default_ttl);
   milliseconds kill_after = default_kill_after(lock::k_default_ttl);
   LeaseLostPolicy on_lease_lost = LeaseLostPolicy::kill;
+  Leftovers leftovers = Leftovers::kill;  // --leftovers
   milliseconds max_runtime{0};  // --max-runtime: stop the command after this long; 0: no limit
   // Called once --max-runtime has stopped the command, its group is gone and
   // the renewals have stopped, before `after_child`: where the run records

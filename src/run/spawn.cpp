@@ -37,6 +37,10 @@ struct ChildFailure {
 // Runs in the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void become_command(const Command& command, const ChildSetup& setup, pid_t parent,
                                  int report_fd) {
+  // Into the job's cgroup first, so that everything it starts is there too.
+  // A refusal leaves it where clock is: the subreaper still finds the job.
+  if (setup.cgroup_procs_fd >= 0) [[maybe_unused]]
+    auto ignored = write(setup.cgroup_procs_fd, "0", 1);
   if (setpgid(0, setup.process_group) != 0)
     report_and_exit(report_fd, errno);
   // Die with clock; then make sure clock did not die before that took hold.

@@ -40,6 +40,7 @@ struct ChildSetup {
   bool take_terminal;             // make that group the terminal's foreground
   const SignalRelay* relay;       // dispositions to reset
   const sigset_t* original_mask;  // the mask clock started with
+  int cgroup_procs_fd = -1;       // the job cgroup's cgroup.procs, joined first; -1: none
 };
 
 struct Spawned {

@@ -1,6 +1,7 @@
 // The main loop of `clock run`: wait for the child while forwarding signals,
 // watch the lease deadline and the runtime limit, apply --on-lease-lost and
-// --max-runtime, and turn the end into an exit status.
+// --max-runtime to the whole job, end or await what the command leaves
+// running (--leftovers), reap orphans, and turn the end into an exit status.
 #include "run/supervise.hpp"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "error.hpp"
 #include "run/guard.hpp"
 #include "run/heartbeat.hpp"
+#include "run/job_tree.hpp"
 #include "run/signals.hpp"
 #include "run/spawn.hpp"
 #include "run/terminal.hpp"
@@ -32,13 +34,22 @@ using Clock = std::chrono::steady_clock;
 using util::format_duration;
 using namespace std::chrono_literals;
 
-// How often a stopped command's group is looked at once the command itself is
-// reaped: its grandchildren are not clock's children, so nothing wakes clock
-// when they exit.
+// How often the job is looked at once the command itself is reaped while it
+// is being stopped: a process may fork as it is killed.
 constexpr milliseconds k_group_poll = 20ms;
+// How often it is looked at while leftovers are awaited (--leftovers wait).
+// Only a safety net: the job's last process is clock's child (clock is its
+// subreaper), so its exit wakes clock with SIGCHLD.
+constexpr milliseconds k_leftovers_poll = 1s;
 
-// Why the command's group is being stopped, if it is.
-enum class Stopping { no, out_of_time, lease_lost };
+// Why the job is being stopped, if it is.
+enum class Stopping { no, out_of_time, lease_lost, leftovers };
+
+// The signals that ask clock (and so the job) to end: the job's leftovers are
+// ended too, whatever --leftovers says.
+bool asks_to_stop(int signo) {
+  return signo == SIGINT || signo == SIGTERM || signo == SIGHUP || signo == SIGQUIT;
+}
 
 struct Ending {
   int status;        // what clock exits with
@@ -55,11 +66,13 @@ std::string signal_name(int signo) {
 class Supervision {
  public:
   // `started`: when the command was started, on the steady clock.
-  Supervision(const RunOptions& options, pid_t child, pid_t group, SignalRelay& relay,
-              Heartbeat* heartbeat, TerminalHandover& terminal, Clock::time_point started)
+  Supervision(const RunOptions& options, pid_t child, pid_t group, const JobTree& tree,
+              SignalRelay& relay, Heartbeat* heartbeat, TerminalHandover& terminal,
+              Clock::time_point started)
       : m_options(options),
         m_child(child),
         m_group(group),
+        m_tree(tree),
         m_relay(relay),
         m_heartbeat(heartbeat),
         m_terminal(terminal) {
@@ -67,14 +80,16 @@ class Supervision {
       m_out_of_time_at = started + options.max_runtime;
   }
 
-  // Runs until the child is reaped (and, when --max-runtime stopped it, until
-  // the rest of its group is gone too).
+  // Runs until the child is reaped and the rest of the job is gone too.
   Ending run() {
     std::optional<int> child_status;
     for (;;) {
-      if (!child_status)
+      if (!child_status) {
         child_status = reap();
-      if (child_status && !awaiting_group())
+        m_command_done = child_status.has_value();
+      }
+      m_tree.reap_orphans(m_command_done ? -1 : m_child);
+      if (child_status && job_done(*child_status))
         return {finish(*child_status), m_stopping == Stopping::out_of_time,
                 m_stopping == Stopping::lease_lost};
       Clock::time_point now = Clock::now();
@@ -108,7 +123,7 @@ class Supervision {
     if (!WIFSTOPPED(wait_status))
       return wait_status;
     if (m_kill_at) {
-      signal_group(SIGCONT);  // a stopped child would never see the SIGTERM
+      signal_job(SIGCONT);  // a stopped child would never see the SIGTERM
     } else {
       m_terminal.suspend_with_child(m_group, WSTOPSIG(wait_status));
     }
@@ -116,7 +131,7 @@ class Supervision {
   }
 
   int finish(int wait_status) {
-    if (m_stopping == Stopping::no)
+    if (m_stopping == Stopping::no || m_stopping == Stopping::leftovers)
       return exit_status_of(wait_status);
     if (m_stopping == Stopping::out_of_time)
       return report_out_of_time();
@@ -160,7 +175,7 @@ class Supervision {
   }
 
   void stop_child(const std::string& why, Clock::time_point now) {
-    spdlog::error("{}; stopping the command: SIGTERM to its process group now, SIGKILL after {}",
+    spdlog::error("{}; stopping the command: SIGTERM to all its processes now, SIGKILL after {}",
                   why, format_duration(m_options.kill_after));
     m_stopping = Stopping::lease_lost;
     terminate_group(now);
@@ -168,24 +183,26 @@ class Supervision {
   }
 
   // --max-runtime: the limit counts from the command's start on the local
-  // monotonic clock. The heartbeat goes on renewing while the group stops, so
-  // the lock covers the command until the last of its group is gone.
+  // monotonic clock, and covers the leftovers awaited after it. The heartbeat
+  // goes on renewing while the job stops, so the lock covers the command
+  // until the last of its processes is gone.
   void check_runtime(Clock::time_point now) {
     if (!m_out_of_time_at || m_stopping != Stopping::no || now < *m_out_of_time_at)
       return;
     spdlog::info(
-        "the command ran for --max-runtime {}; stopping it: SIGTERM to its process group now, "
+        "the command ran for --max-runtime {}; stopping it: SIGTERM to all its processes now, "
         "SIGKILL after {}",
         format_duration(m_options.max_runtime), format_duration(m_options.kill_after));
     m_stopping = Stopping::out_of_time;
     terminate_group(now);
   }
 
-  // SIGTERM now, SIGKILL --kill-after later, as timeout(1) does. A second
-  // reason to stop (the lease lost while out of time) keeps the earlier SIGKILL.
+  // SIGTERM now, SIGKILL --kill-after later, as timeout(1) does, to the
+  // command's group and every other process of the job. A second reason to
+  // stop (the lease lost while out of time) keeps the earlier SIGKILL.
   void terminate_group(Clock::time_point now) {
-    signal_group(SIGTERM);
-    signal_group(SIGCONT);  // as timeout(1) does: a stopped child must see the SIGTERM
+    signal_job(SIGTERM);
+    signal_job(SIGCONT);  // as timeout(1) does: a stopped child must see the SIGTERM
     Clock::time_point kill_at = now + m_options.kill_after;
     if (!m_kill_at || kill_at < *m_kill_at)
       m_kill_at = kill_at;
@@ -198,8 +215,49 @@ class Supervision {
     spdlog::log(m_stopping == Stopping::lease_lost ? spdlog::level::warn : spdlog::level::info,
                 "the command did not exit within {} of SIGTERM; sending SIGKILL",
                 format_duration(m_options.kill_after));
-    signal_group(SIGKILL);
+    signal_job(SIGKILL);
     m_killed = true;
+  }
+
+  // Once the command is reaped: whether the rest of the job is gone too. The
+  // first time it is not, decides what becomes of it: ended (lease lost,
+  // --leftovers kill, clock asked to stop) or awaited (--leftovers wait);
+  // either way the lease covers it until it is gone.
+  bool job_done(int command_status) {
+    auto left = m_tree.members();
+    if (!left)
+      return !awaiting_group();  // /proc is not ours: the command's group is all we know
+    if (left->empty())
+      return true;
+    if (m_killed) {
+      signal_job(SIGKILL);  // what forked since the last round
+    } else if (!m_leftovers_seen) {
+      m_leftovers_seen = true;
+      leftovers_found(*left, command_status);
+    }
+    return false;
+  }
+
+  void leftovers_found(const std::vector<pid_t>& left, int command_status) {
+    if (m_stopping == Stopping::lease_lost) {
+      signal_job(SIGKILL);  // the lease is gone: nothing of the job may outlive the command
+      m_killed = true;
+      return;
+    }
+    if (m_stopping != Stopping::no)
+      return;  // being stopped already
+    std::string what = fmt::format("the command exited ({}) but left {} process{} running: {}",
+                                   exit_status_of(command_status), left.size(),
+                                   left.size() == 1 ? "" : "es", JobTree::describe(left));
+    if (m_options.leftovers == Leftovers::wait && !m_asked_to_stop) {
+      spdlog::info("{}; the lock stays held until they exit (--leftovers wait)", what);
+      return;
+    }
+    spdlog::warn("{}; ending {} before the release: SIGTERM now, SIGKILL after {}{}", what,
+                 left.size() == 1 ? "it" : "them", format_duration(m_options.kill_after),
+                 m_asked_to_stop ? "" : " (--leftovers wait would keep the lock until they exit)");
+    m_stopping = Stopping::leftovers;
+    terminate_group(Clock::now());
   }
 
   // Out of time, the command is reaped but its group may live on in
@@ -215,9 +273,9 @@ class Supervision {
 
   // The one line an operator sees (cron mails it).
   int report_out_of_time() const {
-    std::string how = m_killed ? "SIGKILL, as its process group outlived SIGTERM by --kill-after " +
+    std::string how = m_killed ? "SIGKILL, as its processes outlived SIGTERM by --kill-after " +
                                      format_duration(m_options.kill_after)
-                               : "SIGTERM to its process group";
+                               : "SIGTERM to all its processes";
     spdlog::error("the command ran out of time (--max-runtime {}) and was stopped by {}",
                   format_duration(m_options.max_runtime), how);
     return exit_status(ExitCode::out_of_time);
@@ -241,27 +299,51 @@ class Supervision {
       wake_by(
           lease_deadline(m_heartbeat->last_renewal_start(), m_options.ttl, m_options.kill_after));
     if (child_reaped)
-      wake_by(now + k_group_poll);
+      wake_by(now + (m_stopping == Stopping::no ? k_leftovers_poll : k_group_poll));
     if (!wake)
       return -1;
     auto left = std::chrono::ceil<milliseconds>(*wake - now).count();
     return static_cast<int>(std::clamp<decltype(left)>(left, 0, INT_MAX));
   }
 
+  // To the command's group while the command runs (the command decides what
+  // its children hear); once it has exited, to every process it left. A
+  // signal that asks clock to stop also ends the leftovers when the command
+  // exits, whatever --leftovers says.
   void forward_signals() {
     for (int signo : m_relay.drain()) {
       if (signo == SIGCHLD)
-        continue;  // reap() looks every time round
-      spdlog::debug("forwarding {} to the command's process group", signal_name(signo));
-      signal_group(signo);
+        continue;  // reap() and reap_orphans() look every time round
+      if (!m_command_done) {
+        spdlog::debug("forwarding {} to the command's process group", signal_name(signo));
+        signal_group(signo);
+      } else {
+        spdlog::debug("forwarding {} to the processes the command left", signal_name(signo));
+        m_tree.signal_all(signo);
+      }
+      if (!asks_to_stop(signo))
+        continue;
+      m_asked_to_stop = true;
+      if (m_command_done && m_stopping == Stopping::no) {
+        m_stopping = Stopping::leftovers;
+        terminate_group(Clock::now());
+      }
     }
   }
 
   void signal_group(int signo) { kill(-m_group, signo); }
 
+  // The command's group (it may hold processes clock cannot list) and every
+  // other process of the job: once each, so that a trap runs once.
+  void signal_job(int signo) {
+    signal_group(signo);
+    m_tree.signal_all(signo, m_group);
+  }
+
   const RunOptions& m_options;
   const pid_t m_child;
   const pid_t m_group;
+  const JobTree& m_tree;
   SignalRelay& m_relay;
   Heartbeat* m_heartbeat;  // null with --ttl 0: no renewals, no deadline
   TerminalHandover& m_terminal;
@@ -270,6 +352,9 @@ class Supervision {
   Stopping m_stopping = Stopping::no;
   std::optional<Clock::time_point> m_kill_at;  // set once the child is being stopped
   bool m_killed = false;                       // SIGKILL sent
+  bool m_command_done = false;                 // the command itself is reaped
+  bool m_leftovers_seen = false;               // leftovers_found() has decided
+  bool m_asked_to_stop = false;                // a forwarded signal asked the job to end
 };
 
 }  // namespace
@@ -287,14 +372,19 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
               Clock::time_point first_renewal_start, const AfterChild& after_child) {
   check_timing(options);
   Command command(options.argv, options.extra_env);
+  // Before the command starts: what it leaves behind is re-parented to clock.
+  if (!become_subreaper())
+    spdlog::debug("cannot become the child subreaper: {}", strerror(errno));
+  JobTree tree(guard.process_group(), guard.cgroup());
   SignalRelay relay;
   TerminalHandover terminal;
   Spawned spawned;
   {
     // The fork before any thread; no handler runs in the child before exec.
     BlockedSignals blocked;
-    spawned =
-        spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous()});
+    const JobCgroup* cgroup = guard.cgroup();
+    spawned = spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous(),
+                              cgroup ? cgroup->procs_fd() : -1});
   }
   Clock::time_point started = Clock::now();
   pid_t group = guard.process_group();
@@ -311,6 +401,7 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
   // cannot be set up, or its thread (started inside the loop) cannot start.
   auto stop_command = [&] {
     kill(-group, SIGKILL);
+    tree.signal_all(SIGKILL);
     while (waitpid(spawned.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   };
@@ -322,8 +413,8 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     stop_command();
     throw;
   }
-  Supervision supervision(options, spawned.pid, group, relay, heartbeat ? &*heartbeat : nullptr,
-                          terminal, started);
+  Supervision supervision(options, spawned.pid, group, tree, relay,
+                          heartbeat ? &*heartbeat : nullptr, terminal, started);
   Ending ending{};
   try {
     ending = supervision.run();

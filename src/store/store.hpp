@@ -181,6 +181,43 @@ inline constexpr EventKind k_event_kinds[] = {
     EventKind::forced,    EventKind::lost,     EventKind::skipped,
     EventKind::timed_out, EventKind::killed,   EventKind::refused};
 
+// A resource's expected period (SPEC §3, missed runs): clock run --once-per D
+// or --every D declares that each of its resources must run successfully
+// at least once every D.
+// Declared by the holder only: `owner` must hold a live lease on each
+// resource, proven by `secret`, so that a login that read `status` cannot
+// lengthen a period and silence the alarm of a job it does not run.
+struct Expectation {
+  std::string ns;
+  std::vector<lock::Resource> resources;
+  milliseconds every{0};
+  lock::OwnerId owner;
+  std::string secret;
+  Caller caller;  // who declares, for a 'refused' record
+};
+
+struct ExpectedQuery {
+  std::optional<std::string> ns;         // none: every namespace
+  std::optional<lock::Resource> prefix;  // the resource and its descendants
+  std::optional<lock::Instant> since;    // none: now (only the latest success is read)
+};
+
+// One expected resource, with the starts of its successful runs at or after
+// `since` minus its period, and the latest one before (ascending): what
+// store/expected.hpp needs to tell its missed periods.
+struct ExpectedRun {
+  std::string ns;
+  lock::Resource resource;
+  milliseconds every{0};
+  lock::Instant declared_at{};  // first declared
+  std::vector<lock::Instant> successes;
+};
+
+struct ExpectedRuns {
+  lock::Instant now{};            // the database's clock when they were read
+  std::vector<ExpectedRun> runs;  // by namespace and resource
+};
+
 // How many times a resource's runs had one outcome (acquired, skipped,
 // timed_out, lost, killed, forced: the history events that count), since
 // the schema began counting. Kept apart from history, so gc never lowers it.
@@ -197,6 +234,9 @@ struct Snapshot {
   std::vector<lock::Waiter> waiters;  // in queue order
   std::vector<bool> holder_expired;   // per holder, true for an expired lease (with --all)
   std::vector<RunCount> run_counts;   // by namespace, resource and outcome name
+  // Resources with an expected period (filled by `clock status`, from
+  // Store::expected_runs, read after the rest).
+  std::optional<ExpectedRuns> expected;
 };
 
 // Who held or awaited the lock when a run did not happen.
@@ -336,6 +376,14 @@ class Store {
   // (or, forced, that nobody holds), after releasing the others. A lease found
   // expired is removed, recorded as expired, and refused as `expired`.
   virtual std::vector<Released> release(const ReleaseRequest& request) = 0;
+
+  // Declares (or updates) the expected period of each resource, on the
+  // database's clock: one short transaction that decides nothing about who
+  // runs and writes nothing when the period is already the one stored.
+  // Throws unavailable like the other calls.
+  virtual void expect_runs(const Expectation& expectation) = 0;
+  // The expected resources under the query's filters, with their successes.
+  virtual ExpectedRuns expected_runs(const ExpectedQuery& query) = 0;
 
   virtual Snapshot status(const StatusQuery& query) = 0;
   virtual std::vector<HistoryEvent> history(const HistoryQuery& query) = 0;

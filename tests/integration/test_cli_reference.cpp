@@ -14,8 +14,9 @@ using namespace clk::test;
 
 namespace {
 
-const std::vector<std::string> k_commands = {"acquire", "release", "renew", "status", "history",
-                                             "run",     "gc",      "init",  "config", "check"};
+const std::vector<std::string> k_commands = {"acquire", "release", "renew", "status",
+                                             "history", "run",     "gc",    "init",
+                                             "config",  "check",   "missed"};
 
 // The man page as a reader sees its words: groff's "\-" is a plain '-'.
 std::string man_text() {

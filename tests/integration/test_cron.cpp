@@ -1,4 +1,4 @@
-// Cron's view of clock (SPEC §3, quiet conventions): the README's cron idioms,
+// Cron's view of clock (SPEC §3, quiet conventions): the cron idioms of README.md and the man page,
 // run with cron's environment (env -i HOME=… PATH=/usr/bin:/bin, stdin
 // /dev/null, no terminal), write nothing on stderr when all is well, since
 // cron mails whatever a job writes there.

@@ -5,6 +5,7 @@
 // role granted clock_operator can also release --force and gc. Each test
 // logs in as fresh roles (trust authentication; `user=` appended to the
 // test's URL). PostgreSQL only: skipped under SQLite.
+#include <csignal>
 #include <map>
 #include <random>
 #include <regex>
@@ -131,6 +132,14 @@ TEST_SUITE("least privilege") {
     CHECK_EXIT(env.clock({"release", "-r", "app.job", "--owner", held.credential}, roles.as_app()),
                0);
     CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
+    // Declaring an expected period (expect_runs) and reading it (expected_rows).
+    Result every =
+        env.clock({"run", "-r", "app.every", "--every", "1h", "--", "true"}, roles.as_app());
+    CHECK_EXIT(every, 0);
+    CHECK(every.err.empty());
+    Result missed = env.clock({"missed", "app.every", "--format", "json"}, roles.as_app());
+    CHECK_EXIT(missed, 0);
+    CHECK(missed.out.find("\"app.every\"") != std::string::npos);
     Result history = env.clock({"history", "--format", "json"}, roles.as_app());
     CHECK_EXIT(history, 0);
     CHECK(history.out.find("released") != std::string::npos);
@@ -187,6 +196,55 @@ TEST_SUITE("least privilege") {
     fs::permissions(socket[1].str(), fs::perms::others_exec, fs::perm_options::add);
     intruder_cannot_take_the_lease(env, roles.as_app(), Intruder{61003, "web2", roles.as_app()},
                                    78);
+  }
+
+  TEST_CASE(
+      "clock_app cannot lengthen or declare the expected period of a job it does not hold: "
+      "not with the holder's id from status, not without a lease, not by the old signature" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    Roles roles(env);
+    // A nightly job declares its period (1 h) while it holds the lock.
+    auto job = env.spawn(env.clock_command(
+        {"run", "-r", "nightly", "--every", "1h", "--", "sleep", "600"}, roles.as_app()));
+    auto period = [&] {
+      Result row = psql(env, env.url(),
+                        "SELECT every_ms FROM clock.expected_runs WHERE resource = 'nightly'");
+      return row.out;
+    };
+    REQUIRE(await([&] { return period() == "3600000\n"; }, 30s));
+    const std::string holder = env.holders_of("nightly").at(0)["owner"].get<std::string>();
+    const std::string wrong = "'0123456789abcdef0123456789abcdef'";
+    const std::vector<std::string> calls = {
+        // The holder's id, read from status, with a guessed secret: refused, recorded.
+        "SELECT clock.expect_runs('', ARRAY['nightly'], 315360000000, '" + holder + "'::uuid, " +
+            wrong + ", 'intruder')",
+        // A fresh id holding nothing: a new owner, but no lease to prove.
+        "SELECT clock.expect_runs('', ARRAY['nightly'], 315360000000, gen_random_uuid(), " + wrong +
+            ", 'intruder')",
+        "SELECT clock.expect_runs('', ARRAY['unheld'], 60000, gen_random_uuid(), '', 'intruder')",
+    };
+    for (const auto& call : calls) {
+      CAPTURE(call);
+      Result result = psql(env, roles.app_url(), call);
+      INFO(result.describe());
+      CHECK(result.status == 0);
+      CHECK(result.out == "f\n");
+    }
+    // The signature without the owner's proof no longer exists.
+    Result old = psql(env, roles.app_url(), "SELECT clock.expect_runs('', ARRAY['nightly'], 1)");
+    CHECK(old.status != 0);
+    CHECK(period() == "3600000\n");
+    Result unheld =
+        psql(env, env.url(), "SELECT count(*) FROM clock.expected_runs WHERE resource = 'unheld'");
+    CHECK(unheld.out == "0\n");
+    Result refused =
+        psql(env, env.url(),
+             "SELECT count(*) FROM clock.history WHERE event = 'refused' AND owner = '" + holder +
+                 "' AND forced_by = 'intruder'");
+    CHECK(refused.out == "1\n");
+    job->signal(SIGTERM);
+    CHECK_EXIT(job->wait(30s), 143);
   }
 
   TEST_CASE(

@@ -1,5 +1,5 @@
-// The machine-readable outputs keep their documented contracts (README
-// "Output formats"): `status` and `history --format json` validate against
+// The machine-readable outputs keep their documented contracts (man clock,
+// OUTPUT FORMATS): `status` and `history --format json` validate against
 // packaging/schema/*.schema.json with a real JSON Schema validator (Debian's
 // python3-jsonschema), and `status --format prometheus` passes a real
 // Prometheus parser and linter (`promtool check metrics`). The outputs come

@@ -1,5 +1,5 @@
-// The asynchronous-standby warning of clock init and clock status -v (README
-// "Running on an HA PostgreSQL"): a server that streams to asynchronous
+// The asynchronous-standby warning of clock init and clock status -v (docs/high-availability.md):
+// a server that streams to asynchronous
 // standbys only can lose a grant at a failover and hand the same token out
 // again. Runs under CLOCK_TEST_PG_STANDBY=1 tests/helpers/with-postgres.sh
 // (ctest: replication-postgres), whose standby is synchronous; a test makes

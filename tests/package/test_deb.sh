@@ -60,6 +60,20 @@ long_description() { [[ -n $(head -n 1 <<<"$description") && $(wc -l <<<"$descri
 not_root_owned() { awk '$2 != "root/root"' <<<"$listing"; }
 writable_by_others() { awk '$1 !~ /^l/ && ($1 ~ /^.....w/ || $1 ~ /^........w/)' <<<"$listing"; }
 check "Depends (from dpkg-shlibdeps) has libc6 and libpqxx, not libsqlite3 (linked in)" shlib_depends
+# The ping module (clock-ping.so) links libcurl: its package comes from
+# dpkg-shlibdeps too.
+curl_depends() { [[ $depends == *libcurl4* ]]; }
+check "Depends (from dpkg-shlibdeps) has libcurl4, for clock run --ping's module" curl_depends
+check "the alert rules, their unit tests and the Grafana dashboard are in /usr/share/clock" \
+  test -f "$fs/usr/share/clock/prometheus/clock.rules.yml" \
+  -a -f "$fs/usr/share/clock/prometheus/clock.rules.test.yml" \
+  -a -f "$fs/usr/share/clock/grafana/clock-dashboard.json"
+if command -v promtool >/dev/null; then
+  check "the installed alert rules pass their unit tests (promtool test rules)" \
+    promtool test rules "$fs/usr/share/clock/prometheus/clock.rules.test.yml"
+else
+  skip "the installed alert rules pass their unit tests (no promtool)"
+fi
 check "Description has a synopsis and a long description" long_description
 check "every file is owned by root:root" test -z "$(not_root_owned)"
 check "nothing is group- or world-writable" test -z "$(writable_by_others)"
@@ -193,8 +207,9 @@ check "copyright is machine-readable (DEP-5)" \
 check "changelog.Debian.gz's top entry is version $version" \
   bash -c '[[ $(gzip -dc "$1" | head -n 1) == "clock ($2) "* ]]' _ "$doc/changelog.Debian.gz" "$version"
 
-check "the JSON Schemas of status and history are in /usr/share/doc/clock/schema" \
-  test -f "$doc/schema/status.schema.json" -a -f "$doc/schema/history.schema.json"
+check "the JSON Schemas of status, history and missed are in /usr/share/doc/clock/schema" \
+  test -f "$doc/schema/status.schema.json" -a -f "$doc/schema/history.schema.json" \
+  -a -f "$doc/schema/missed.schema.json"
 if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then
   valid_schemas() {
     /usr/bin/python3 - "$@" <<'PY'
@@ -205,7 +220,8 @@ for path in sys.argv[1:]:
 PY
   }
   check "the shipped schemas are valid JSON Schemas" \
-    valid_schemas "$doc/schema/status.schema.json" "$doc/schema/history.schema.json"
+    valid_schemas "$doc/schema/status.schema.json" "$doc/schema/history.schema.json" \
+      "$doc/schema/missed.schema.json"
 else
   skip "the shipped schemas are valid JSON Schemas (no python3-jsonschema)"
 fi

@@ -386,6 +386,30 @@ TEST_SUITE("config::settings") {
     CHECK(message.find("tll") != std::string::npos);
   }
 
+  TEST_CASE("[ping] gives on_skip and each resource's URL; a bad URL names file, line and key") {
+    TempDir dir;
+    Settings s = resolve(reading(dir.write("clock.toml",
+                                           "[ping]\non_skip = \"log\"\n"
+                                           "[ping.urls]\n\"db.backup\" = "
+                                           "\"https://hc-ping.com/abc\"\n")),
+                         dir.environment());
+    CHECK(s.ping_log_skips);
+    CHECK(s.ping_urls ==
+          std::map<std::string, std::string>{{"db.backup", "https://hc-ping.com/abc"}});
+    fs::path bad = dir.write("bad.toml", "[ping.urls]\n\"db\" = \"ftp://x/y\"\n");
+    auto e = resolve_error(reading(bad), dir.environment());
+    REQUIRE(e.has_value());
+    std::string message = e->what();
+    CAPTURE(message);
+    CHECK(e->code() == ExitCode::config);
+    CHECK(mentions_line(message, 2));
+    CHECK(message.find("ping.urls.db") != std::string::npos);
+    fs::path bad_name = dir.write("name.toml", "[ping.urls]\n\"a..b\" = \"https://x/y\"\n");
+    CHECK(error_code(reading(bad_name), dir.environment()) == ExitCode::config);
+    fs::path bad_skip = dir.write("skip.toml", "[ping]\non_skip = \"fail\"\n");
+    CHECK(error_code(reading(bad_skip), dir.environment()) == ExitCode::config);
+  }
+
   TEST_CASE("an unknown table is a config error") {
     TempDir dir;
     fs::path file = dir.write("clock.toml", "[locks]\nttl = \"30s\"\n");

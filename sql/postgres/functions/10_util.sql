@@ -52,6 +52,16 @@ BEGIN
   END IF;
 END $$;
 
+-- The resource name rule (SPEC §1), written here once: dotted segments of
+-- [A-Za-z0-9_-]+, at most 16 of them, at most 255 bytes in all (as
+-- lock::Resource::parse in src/lock/resource.cpp). NULL is no name.
+CREATE OR REPLACE FUNCTION @schema@.is_resource_name(p_name text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT p_name IS NOT NULL AND octet_length(p_name) <= 255
+         AND p_name ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
+$$;
+
 -- Refuses arguments the lock model forbids (SPEC §1), so that a program
 -- calling the functions directly cannot store a name clock would reject.
 CREATE OR REPLACE FUNCTION @schema@.check_names(p_namespace text, p_resources text[]) RETURNS void
@@ -67,7 +77,7 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'no resource given';
   END IF;
   SELECT r INTO v_bad FROM unnest(p_resources) AS r
-  WHERE r IS NULL OR octet_length(r) > 255 OR r !~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
+  WHERE NOT @schema@.is_resource_name(r)
   LIMIT 1;
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',

@@ -155,9 +155,7 @@ BEGIN
   -- resources, re-entered, expired, not held), goes on to the general path
   -- below, which re-takes the same row lock (a transaction may lock its own row
   -- again) and finds the table as the fast path left it: unchanged.
-  IF cardinality(p_resources) = 1 AND v_resource IS NOT NULL
-     AND octet_length(v_resource) <= 255
-     AND v_resource ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
+  IF cardinality(p_resources) = 1 AND @schema@.is_resource_name(v_resource)
      AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
      AND p_owner IS NOT NULL THEN
     PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql

@@ -194,7 +194,12 @@ static std::optional<std::chrono::microseconds> next_expiry_in(const json& reply
   }
   if (!first)
     return std::nullopt;
-  return std::chrono::microseconds(std::max<std::int64_t>(0, *first - integer_of(reply.at("now"))));
+  // An expiry further away than the longest TTL (a lease stored before --ttl
+  // had a cap, up to year 294276) is looked at again after that TTL: a wait
+  // on the steady clock cannot reach it without overflowing.
+  const std::int64_t in = std::max<std::int64_t>(0, *first - integer_of(reply.at("now")));
+  return std::min(std::chrono::microseconds(in),
+                  std::chrono::duration_cast<std::chrono::microseconds>(lock::k_max_ttl));
 }
 
 AcquireReply parse_acquire(const std::string& text) {

@@ -17,6 +17,7 @@
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/postgres/connection.hpp"
+#include "store/postgres/expected_rows.hpp"
 #include "store/postgres/privileges.hpp"
 #include "store/postgres/replication.hpp"
 #include "store/postgres/rows.hpp"
@@ -608,6 +609,37 @@ Snapshot PostgresStore::status_within(const StatusQuery& query) {
   pg::StatusRows rows;
   m_impl->each_row("status", "status_rows", "$1, $2, $3",
                    {query.ns, prefix, boolean(query.include_expired)}, pg::Retry::if_broken,
+                   [&](const pg::RowView& row) { rows.add(row); });
+  return rows.take();
+}
+
+void PostgresStore::expect_runs(const Expectation& expectation) {
+  m_impl->patience(k_check_patience);
+  auto declared = m_impl->call(
+      "declaring the expected period", "expect_runs", "$1, $2::text[], $3, $4::uuid, $5, $6",
+      {expectation.ns, text_array(expectation.resources), std::to_string(expectation.every.count()),
+       expectation.owner.str(), expectation.secret, describe(expectation.caller)},
+      pg::Retry::if_broken);
+  if (declared != "true") {  // a boolean as text
+    throw Error(ExitCode::not_owner,
+                "only the holder may declare a resource's expected period, and owner " +
+                    expectation.owner.str() + " holds no live lease on every resource named");
+  }
+}
+
+ExpectedRuns PostgresStore::expected_runs(const ExpectedQuery& query) {
+  m_impl->patience(k_command_patience);
+  std::optional<std::string> prefix;
+  if (query.prefix)
+    prefix = query.prefix->str();
+  std::optional<std::string> since;
+  if (query.since)
+    since = std::to_string(
+        std::chrono::duration_cast<std::chrono::microseconds>(query.since->time_since_epoch())
+            .count());
+  pg::ExpectedRows rows;
+  m_impl->each_row("reading expected runs", "expected_rows", "$1, $2, $3::bigint",
+                   {query.ns, prefix, since}, pg::Retry::if_broken,
                    [&](const pg::RowView& row) { rows.add(row); });
   return rows.take();
 }

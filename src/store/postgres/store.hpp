@@ -64,6 +64,11 @@ class PostgresStore final : public Store {
   // 30 s; without them it throws unavailable ("whether it took effect is
   // unknown").
   std::vector<Released> release(const ReleaseRequest& request) override;
+  // Missed runs (sql/postgres/functions/60_expected_runs.sql): expect_runs()
+  // tries for 1 s (clock run calls it while its command runs), expected_runs()
+  // as long as status.
+  void expect_runs(const Expectation& expectation) override;
+  ExpectedRuns expected_runs(const ExpectedQuery& query) override;
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;

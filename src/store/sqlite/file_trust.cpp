@@ -77,7 +77,7 @@ void narrow(const fs::path& what, const struct stat& info, mode_t mode) {
   if (::chmod(what.c_str(), mode) == 0) {
     spdlog::warn(
         "made {} private to its user, mode {} (was {}): the default database is yours "
-        "alone (a shared one belongs in a group folder: see the README)",
+        "alone (a shared one belongs in a group folder: man clock, FILES)",
         what.string(), octal(mode), octal(info.st_mode));
   }
 }
@@ -127,8 +127,8 @@ void refuse_planted(const fs::path& path, const fs::path& folder) {
                       " belongs to " + user_of(info.st_uid) + " in the world-writable folder " +
                       folder.string() +
                       ", where anyone can create it, and its owner controls your locks; use a "
-                      "folder of your own, or a group folder for a shared database (README: "
-                      "one SQLite database for several users)");
+                      "folder of your own, or a group folder for a shared database (man clock, "
+                      "FILES)");
     }
   }
 }

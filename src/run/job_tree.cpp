@@ -1,0 +1,159 @@
+// The job's processes, found through /proc from clock down: each process's
+// children (/proc/PID/task/TID/children), or, on a kernel without that file,
+// the parent pid of every process (/proc/PID/stat).
+#include "run/job_tree.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <memory>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "run/job_cgroup.hpp"
+#include "util/proc_file.hpp"
+
+namespace clk::run {
+
+namespace {
+
+std::optional<pid_t> as_pid(std::string_view text) {
+  pid_t pid = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec != std::errc() || ptr != text.data() + text.size() || pid <= 0)
+    return std::nullopt;
+  return pid;
+}
+
+// The numeric entries of a /proc directory.
+template <typename Each>
+void for_each_pid_entry(const std::string& dir, Each each) {
+  std::unique_ptr<DIR, int (*)(DIR*)> listing(opendir(dir.c_str()), closedir);
+  if (!listing)
+    return;
+  while (const dirent* entry = readdir(listing.get())) {
+    if (auto pid = as_pid(entry->d_name))
+      each(*pid);
+  }
+}
+
+// The parent pid from /proc/PID/stat; the name in parentheses may hold
+// spaces and ')', so the fields are read after the last ')'.
+std::optional<pid_t> parent_of(pid_t pid) {
+  auto text = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!text)
+    return std::nullopt;
+  auto paren = text->rfind(')');
+  if (paren == std::string::npos)
+    return std::nullopt;
+  char state = 0;
+  long parent = 0;
+  if (std::sscanf(text->c_str() + paren + 1, " %c %ld", &state, &parent) != 2)
+    return std::nullopt;
+  return static_cast<pid_t>(parent);
+}
+
+// Whether /proc/self is this process: not so in a pid namespace that kept
+// the parent namespace's /proc, where its pids are not ours to kill.
+bool proc_shows_own_namespace() {
+  char link[32] = {};
+  ssize_t n = readlink("/proc/self", link, sizeof link - 1);
+  return n > 0 && as_pid(std::string_view(link, static_cast<std::size_t>(n))) == getpid();
+}
+
+}  // namespace
+
+bool become_subreaper() {
+  return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+}
+
+JobTree::JobTree(pid_t guard, const JobCgroup* cgroup)
+    : m_self(getpid()),
+      m_guard(guard),
+      m_cgroup(cgroup),
+      m_visible(proc_shows_own_namespace()),
+      m_children_file(m_visible &&
+                      access(("/proc/self/task/" + std::to_string(gettid()) + "/children").c_str(),
+                             R_OK) == 0) {}
+
+std::vector<pid_t> JobTree::children_of(pid_t pid) const {
+  std::vector<pid_t> children;
+  if (m_children_file) {
+    // Each thread has its own list: a child belongs to the thread that forked
+    // it (an orphan, to the thread the kernel picked as its reaper).
+    std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    for_each_pid_entry(tasks, [&](pid_t tid) {
+      auto text = util::read_proc_file(tasks + "/" + std::to_string(tid) + "/children");
+      if (!text)
+        return;
+      std::string_view rest(*text);
+      while (!rest.empty()) {
+        auto space = rest.find(' ');
+        if (auto child = as_pid(rest.substr(0, space)))
+          children.push_back(*child);
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+      }
+    });
+    return children;
+  }
+  for_each_pid_entry("/proc", [&](pid_t other) {
+    if (parent_of(other) == pid)
+      children.push_back(other);
+  });
+  return children;
+}
+
+void JobTree::reap_orphans(pid_t command) const {
+  if (!m_visible)
+    return;
+  for (pid_t child : children_of(m_self)) {
+    if (child != m_guard && child != command)
+      waitpid(child, nullptr, WNOHANG);
+  }
+}
+
+std::optional<std::vector<pid_t>> JobTree::members() const {
+  if (!m_visible)
+    return std::nullopt;
+  std::vector<pid_t> found;
+  for (pid_t child : children_of(m_self)) {
+    if (child != m_guard)
+      found.push_back(child);
+  }
+  // Breadth first: parents before their children.
+  for (std::size_t next = 0; next < found.size(); ++next) {
+    for (pid_t child : children_of(found[next]))
+      found.push_back(child);
+  }
+  return found;
+}
+
+void JobTree::signal_all(int signo, pid_t skip_group) const {
+  if (signo == SIGKILL && m_cgroup)
+    m_cgroup->kill();
+  if (auto pids = members()) {
+    for (pid_t pid : *pids) {
+      if (skip_group == 0 || getpgid(pid) != skip_group)
+        kill(pid, signo);
+    }
+  }
+}
+
+std::string JobTree::describe(const std::vector<pid_t>& pids, std::size_t limit) {
+  std::string text;
+  for (std::size_t i = 0; i < pids.size() && i < limit; ++i) {
+    auto name = util::read_proc_file("/proc/" + std::to_string(pids[i]) + "/comm").value_or("?\n");
+    if (!name.empty() && name.back() == '\n')
+      name.pop_back();
+    text += (text.empty() ? "" : ", ") + std::to_string(pids[i]) + " (" + name + ")";
+  }
+  if (pids.size() > limit)
+    text += ", …";
+  return text;
+}
+
+}  // namespace clk::run

@@ -1,0 +1,24 @@
+// http:// and https:// URLs as clock takes them from flags and files (ping
+// URLs): what is wrong with one, and how messages show one without its
+// secret parts.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace clk::util {
+
+// Why `url` is not an http:// or https:// URL with a host and no whitespace,
+// control character or #fragment; "" when it is one.
+std::string http_url_problem(std::string_view url);
+
+// The URL as messages show it: scheme and host; a user:password@ and the
+// path and query (a check's uuid or ping key) become "…".
+std::string masked_http_url(std::string_view url);
+
+// The length of the URL's scheme and "://" (0 when it is not http or https),
+// and where its host ends (the first '/', '?' or '#' after it).
+std::size_t http_host_begin(std::string_view url);
+std::size_t http_host_end(std::string_view url);
+
+}  // namespace clk::util

@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""Runs the command blocks of the user documentation, as a reader would.
+
+    run_doc_blocks.py --clock build/clock FILE.md [FILE.md...]
+
+A changed README is a changed test: the blocks are read from the files each
+time. For each file, every fenced block is handled by its info string:
+
+  ```sh (or bash, shell)  run with `bash -e` in the file's scratch folder: any
+                          command that fails fails the block, unless an
+                          `<!-- doc-test: expect-exit N -->` before the fence
+                          says the block ends with N. Blocks of one file run
+                          in order and share one shell state (exported
+                          variables, the current folder), as in a terminal.
+  ```crontab              each line is a crontab line (five time fields, then
+                          the command): the command runs as cron would run
+                          it (stdin /dev/null, stderr not a terminal) and must
+                          exit 0 and write nothing on stderr, since cron mails
+                          whatever a job writes there.
+  anything else           not run (toml, ini, text, output shown to the reader).
+
+`<!-- doc-test: skip -->` on the line before a fence (blank lines allowed in
+between) leaves a block out: for what cannot run in a test (apt install,
+systemctl). Keep that rare: a skipped block is an untested one.
+
+The reader's world is replaced in four ways, and only these:
+  - HOME is a new empty folder, the current folder another (holding `sql`, a
+    link to the source tree's sql/, as a source checkout would), the XDG and
+    CLOCK_ variables are unset, and the clock under test is first on PATH;
+  - `/usr/local/bin/NAME` (a reader's own job in a crontab line) is a stub
+    script that prints its name and exits 0, and `/etc/clock/` is a folder of
+    the scratch folder (CLOCK_CONFIG points at its clock.toml, comments only
+    at first);
+  - the database server `db.example` is the throwaway PostgreSQL server of
+    tests/helpers/with-postgres.sh (CLOCK_TEST_PG_URL): the host name is
+    removed from the text and PGHOST and PGPORT name that server, so
+    `postgresql://clock_admin@db.example/clock` connects to it; the databases
+    and roles a file creates there are dropped before the next file starts;
+  - `--jitter D` waits at most 1s (`--jitter 1s`): a fleet's crontab line
+    spreads its hosts over minutes, a test does not wait for that.
+
+With --man PAGE, every exit code in a table of FILE whose first column is
+headed "exit" must be an entry of the page's EXIT STATUS (the README lists
+the common ones; the man page has them all).
+
+A block that names db.example without a server is a failure under CI=true;
+elsewhere it is skipped, and the run exits 77 (ctest's skip) if nothing failed.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BLOCK_TIMEOUT = 120  # seconds; the slowest block waits a few seconds at most
+SHELL_LANGS = {"sh", "bash", "shell"}
+MARKER = re.compile(r"<!--\s*doc-test:\s*(.*?)\s*-->")
+FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([^\s`]*)")
+
+
+class Block:
+    def __init__(self, path, line, lang, text, directive):
+        self.path, self.line, self.lang, self.text = path, line, lang, text
+        self.directive = directive  # "", "skip", "expect-exit N"
+
+    def where(self):
+        return f"{self.path}:{self.line}"
+
+
+def read_blocks(path):
+    """The fenced blocks of a Markdown file, with the marker before each."""
+    blocks, pending = [], ""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines):
+        m = MARKER.search(lines[i])
+        if m:
+            pending = m.group(1)
+            i += 1
+            continue
+        fence = FENCE.match(lines[i])
+        if fence:
+            indent, marks, lang = fence.group(1), fence.group(2), fence.group(3).lower()
+            body, start = [], i + 1
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith(marks):
+                body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+                i += 1
+            blocks.append(Block(path, start, lang, "\n".join(body) + "\n", pending))
+            pending = ""
+            i += 1
+            continue
+        if lines[i].strip():
+            pending = ""  # a marker applies to the very next block only
+        i += 1
+    return blocks
+
+
+def expected_exit(directive, where):
+    if not directive:
+        return 0
+    m = re.fullmatch(r"expect-exit\s+(\d+)", directive)
+    if not m:
+        raise SystemExit(f"{where}: unknown doc-test marker '{directive}'")
+    return int(m.group(1))
+
+
+def exit_codes_in_tables(path):
+    """{code: line} of the first column of each table headed "| exit |"."""
+    codes, in_table = {}, False
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not line.lstrip().startswith("|"):
+                in_table = False
+            elif cells[0].lower() == "exit":
+                in_table = True
+            elif in_table:
+                for code in re.findall(r"\d+", cells[0]):
+                    codes[int(code)] = number
+    return codes
+
+
+def man_exit_codes(page):
+    """The codes that the EXIT STATUS section of a man page lists."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split(".SH EXIT STATUS", 1)[1].split("\n.SH ", 1)[0]
+    codes = set()
+    for entry in re.findall(r"^\.TP\n\.BR? (.*)$", section, re.M):
+        codes.update(int(c) for c in re.findall(r"\b\d+\b", entry.split('"')[0] + " " +
+                                                 " ".join(entry.split('"')[2::2])))
+    return codes
+
+
+def is_ci():
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def pg_server():
+    """(host, port, user) of the throwaway server, or None."""
+    url = os.environ.get("CLOCK_TEST_PG_URL", "")
+    if not url:
+        return None
+    fields = dict(p.split("=", 1) for p in url.split() if "=" in p)
+    return fields.get("host"), fields.get("port"), fields.get("user", "postgres")
+
+
+def psql(pg, sql):
+    """Runs SQL on the server's postgres database; returns its rows."""
+    binary = os.path.join(os.environ.get("CLOCK_TEST_PG_BIN", ""), "psql")
+    if not os.path.exists(binary):
+        binary = "psql"
+    out = subprocess.run([binary, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", pg[0], "-p", pg[1],
+                          "-U", pg[2], "-d", "postgres", "-c", sql],
+                         check=True, capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+def server_objects(pg):
+    """The databases and roles of the server, so that one file's set-up
+    (CREATE DATABASE clock, CREATE ROLE clock_admin…) can be undone before the
+    next file follows its own from the start."""
+    return (psql(pg, "SELECT datname FROM pg_database"), psql(pg, "SELECT rolname FROM pg_roles"))
+
+
+def drop_new_objects(pg, before):
+    databases, roles = server_objects(pg)
+    for db in sorted(databases - before[0]):
+        psql(pg, f'DROP DATABASE "{db}" WITH (FORCE)')
+    new_roles = sorted(roles - before[1])
+    if new_roles:
+        psql(pg, "DROP ROLE " + ", ".join(f'"{r}"' for r in new_roles))
+
+
+class Scratch:
+    """One file's world: HOME, the current folder, stubs, shell state."""
+
+    def __init__(self, root, name, clock_dir, source_dir, pg):
+        self.dir = tempfile.mkdtemp(prefix=f"{name}.", dir=root)
+        self.home = os.path.join(self.dir, "home")
+        self.work = os.path.join(self.dir, "work")
+        self.bin = os.path.join(self.dir, "usr-local-bin")
+        self.etc = os.path.join(self.dir, "etc-clock")
+        for d in (self.home, self.work, self.bin, self.etc):
+            os.makedirs(d)
+        os.symlink(os.path.join(source_dir, "sql"), os.path.join(self.work, "sql"))
+        # A config file of comments only: the defaults, whatever this
+        # machine's /etc/clock/clock.toml says (as the package installs it).
+        with open(os.path.join(self.etc, "clock.toml"), "w") as f:
+            f.write("# /etc/clock/clock.toml of the doc test: every key at its default\n")
+        self.state = os.path.join(self.dir, "state.sh")
+        self.cwd = os.path.join(self.dir, "cwd")
+        with open(self.cwd, "w") as f:
+            f.write(self.work)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CLOCK_", "XDG_", "PG"))}
+        env.update(HOME=self.home, PATH=f"{clock_dir}:{env.get('PATH', '/usr/bin:/bin')}",
+                   CLOCK_CONFIG=os.path.join(self.etc, "clock.toml"), LC_ALL="C.UTF-8")
+        env.pop("TERM", None)
+        if pg:
+            env.update(PGHOST=pg[0], PGPORT=pg[1])
+        with open(self.state, "w") as f:
+            for k, v in sorted(env.items()):
+                f.write(f"export {k}={shlex.quote(v)}\n")
+        self.env = env
+
+    def localize(self, text):
+        """The three replacements of the module comment."""
+        for name in set(re.findall(r"/usr/local/bin/([A-Za-z0-9_.-]+)", text)):
+            stub = os.path.join(self.bin, name)
+            if not os.path.exists(stub):
+                with open(stub, "w") as f:
+                    f.write(f"#!/bin/sh\necho '{name} ran'\n")
+                os.chmod(stub, 0o755)
+        text = text.replace("/usr/local/bin/", self.bin + "/")
+        text = text.replace("/etc/clock/", self.etc + "/")
+        text = re.sub(r"--jitter[ =]\S+", "--jitter 1s", text)
+        return text.replace("db.example", "")
+
+
+def run_shell(scratch, text, expect):
+    """Runs TEXT with bash -e in the file's shell state; returns (ok, report)."""
+    block_file = os.path.join(scratch.dir, "block.sh")
+    with open(block_file, "w") as f:
+        f.write(text)
+    driver = (
+        f"source {shlex.quote(scratch.state)}\n"
+        f"cd \"$(cat {shlex.quote(scratch.cwd)})\"\n"
+        # Whatever the block exports and where it cd's to carries to the next.
+        f"trap 'export -p | grep -vE \"^declare -x (PWD|OLDPWD|SHLVL|_)=\" > {shlex.quote(scratch.state)};"
+        f" pwd > {shlex.quote(scratch.cwd)}' EXIT\n"
+        "set -e\n"
+        f"source {shlex.quote(block_file)}\n")
+    return run(["bash", "-c", driver], scratch.env, expect, check_stderr=False)
+
+
+def run_cron_line(scratch, line):
+    fields = line.split(None, 5)
+    if len(fields) < 6:
+        return False, f"not a crontab line (five time fields, then a command): {line}"
+    return run(["/bin/sh", "-c", fields[5]], scratch.env, 0, check_stderr=True, cwd=scratch.home)
+
+
+def run(argv, env, expect, check_stderr, cwd=None):
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=BLOCK_TIMEOUT)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    # What the block started in the background and left behind goes with it.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if timed_out:
+        out, err = proc.communicate()
+    seconds = time.monotonic() - start
+    out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    problems = []
+    if timed_out:
+        problems.append(f"still running after {BLOCK_TIMEOUT}s")
+    elif proc.returncode != expect:
+        problems.append(f"exit {proc.returncode}, expected {expect}")
+    if check_stderr and err:
+        problems.append("wrote on stderr (cron would mail it)")
+    report = f"exit {proc.returncode}, {seconds:.1f}s"
+    if problems:
+        report = "; ".join(problems) + f"\n--- stdout\n{out}--- stderr\n{err}---"
+    return not problems, report
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clock", required=True, help="the clock binary under test")
+    ap.add_argument("--man", help="check the files' exit-code tables against this man page")
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+    clock_dir = os.path.dirname(os.path.abspath(args.clock))
+    source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pg = pg_server()
+    root = tempfile.mkdtemp(prefix="clock-doc-test.")
+    failed, skipped, ran, marked = [], [], 0, 0
+    documented = man_exit_codes(args.man) if args.man else None
+    for path in args.files:
+        if documented is not None:
+            for code, line in sorted(exit_codes_in_tables(path).items()):
+                if code not in documented:
+                    failed.append(f"{path}:{line}")
+                    print(f"{path}:{line}: FAILED: exit {code} is not in the man page's EXIT STATUS")
+        scratch = Scratch(root, os.path.basename(path), clock_dir, source_dir, pg)
+        before = server_objects(pg) if pg else None
+        for block in read_blocks(path):
+            if block.lang not in SHELL_LANGS and block.lang != "crontab":
+                continue
+            if block.directive == "skip":
+                print(f"{block.where()}: skipped (doc-test: skip)")
+                marked += 1
+                continue
+            expect = expected_exit(block.directive, block.where())
+            if "db.example" in block.text and not pg:
+                why = "no PostgreSQL server (CLOCK_TEST_PG_URL unset)"
+                if is_ci():
+                    failed.append(block.where())
+                    print(f"{block.where()}: FAILED: {why}; CI=true, so this is a failure")
+                else:
+                    skipped.append(block.where())
+                    print(f"{block.where()}: skipped: {why}")
+                continue
+            text = scratch.localize(block.text)
+            if block.lang == "crontab":
+                lines = [l for l in text.split("\n")
+                         if l.strip() and not l.lstrip().startswith("#")
+                         and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", l)]
+                results = [run_cron_line(scratch, l) for l in lines]
+                ok = all(r[0] for r in results)
+                report = "\n".join(r[1] for r in results if not r[0]) or f"{len(lines)} line(s) ok"
+            else:
+                ok, report = run_shell(scratch, text, expect)
+            ran += 1
+            if ok:
+                print(f"{block.where()}: ok ({report})")
+            else:
+                failed.append(block.where())
+                print(f"{block.where()}: FAILED: {report}\n--- the block\n{block.text}---")
+        if before is not None:
+            drop_new_objects(pg, before)
+    if failed:
+        print(f"doc-test: {len(failed)} block(s) failed: {' '.join(failed)}; "
+              f"scratch folders kept in {root}")
+        return 1
+    shutil.rmtree(root, ignore_errors=True)
+    print(f"doc-test: {ran} block(s) ran and passed; {marked} marked doc-test: skip; "
+          f"{len(skipped)} skipped for want of a server")
+    return 77 if skipped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+// Missed runs (SPEC §3, issue 33): a resource's expected period, declared by
+// `clock run --once-per D` or `--every D`, makes a period with no successful
+// run visible: status shows the last success and OVERDUE, `clock missed`
+// lists the missed periods and exits as a Nagios check (2 overdue, 1 missed
+// but caught up), Prometheus gets the last success and the period, and the
+// shipped alert rules fire on them (promtool test rules).
+#include <regex>
+#include <string>
+#include <thread>
+
+#include <doctest/doctest.h>
+
+#include "fault_tools.hpp"
+#include "harness.hpp"
+
+using namespace clk::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t k_period_ms = 1500;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json expected_of(const TestEnv& env, const std::string& resource) {
+  Result status = env.clock({"status", resource, "--format", "json"});
+  REQUIRE(status.status <= 1);
+  const json parsed = json::parse(status.out);
+  for (const auto& run : parsed["expected"]) {
+    if (run["resource"] == resource)
+      return run;
+  }
+  FAIL("status lists no expected run of " << resource << ":\n" << status.out);
+  return {};
+}
+
+std::optional<double> sample(const std::string& metrics, const std::string& name,
+                             const std::string& resource) {
+  std::regex line("(^|\n)" + name + "\\{namespace=\"\",resource=\"" + resource +
+                  "\"\\} ([-0-9.e+]+)\n");
+  std::smatch match;
+  return std::regex_search(metrics, match, line) ? std::optional(std::stod(match[2]))
+                                                 : std::nullopt;
+}
+
+std::string promtool() {
+  const char* value = std::getenv("CLOCK_TEST_PROMTOOL");
+  return value && *value ? value : "/usr/bin/promtool";
+}
+
+}  // namespace
+
+TEST_SUITE("missed runs") {
+  TEST_CASE(
+      "--once-per loops stopped for two periods: clock missed lists exactly those periods and "
+      "exits 2, status shows the last success overdue, Prometheus the last success") {
+    TestEnv env;
+    const std::string loop =
+        "while [ ! -e \"$T_DIR/stop\" ]; do\n"
+        "  \"$T_CLOCK\" run -r rep --once-per " +
+        std::to_string(k_period_ms) +
+        "ms -- true || exit 1\n"
+        "  sleep 0.05\n"
+        "done\n";
+    std::vector<std::unique_ptr<Process>> loops;
+    for (int n = 0; n < 3; ++n)
+      loops.push_back(env.spawn(env.shell_command(loop)));
+    std::this_thread::sleep_for(4s);
+    write_file(env.path("stop"), "");
+    for (auto& loop_process : loops)
+      CHECK_EXIT(loop_process->wait(60s), 0);
+
+    // While the loops ran, every period had its run.
+    Result caught_up = env.clock({"missed", "rep", "--since", "30s"});
+    CHECK_EXIT(caught_up, 0);
+    json expected = expected_of(env, "rep");
+    CHECK(expected["every_ms"] == k_period_ms);
+    CHECK(expected["overdue"] == false);
+    const std::int64_t last = epoch_ms(expected["last_success"]);
+
+    // Two whole periods after the first one that no run covered.
+    const std::int64_t due = last + k_period_ms;
+    while (now_ms() < due + 2 * k_period_ms + 100)
+      std::this_thread::sleep_for(50ms);
+    Result missed = env.clock({"missed", "rep", "--since", "30s", "--format", "json"});
+    CHECK_EXIT(missed, 2);
+    INFO(missed.out);
+    json listed = json::parse(missed.out)["resources"];
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0]["missed"] == 2);
+    json periods = listed[0]["periods"];
+    REQUIRE(periods.size() == 3);
+    for (int i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      CHECK(epoch_ms(periods[i]["from"]) == due + i * k_period_ms);
+      CHECK(epoch_ms(periods[i]["to"]) == due + (i + 1) * k_period_ms);
+      CHECK(periods[i]["state"] == (i < 2 ? "missed" : "overdue"));
+    }
+    Result table = env.clock({"missed", "rep", "--since", "30s"});
+    CHECK_EXIT(table, 2);
+    CHECK(table.out.find("OVERDUE") != std::string::npos);
+    Result nagios = env.clock({"missed", "--since", "30s", "--format", "nagios"});
+    CHECK_EXIT(nagios, 2);
+    CHECK(nagios.out.starts_with("CLOCK CRITICAL - 1 overdue: rep; 2 missed periods"));
+
+    json overdue = expected_of(env, "rep");
+    CHECK(overdue["overdue"] == true);
+    CHECK(epoch_ms(overdue["last_success"]) == last);
+    Result status = env.clock({"status"});
+    CHECK(status.out.find("OVERDUE") != std::string::npos);
+
+    Result metrics = env.clock({"status", "--format", "prometheus"});
+    REQUIRE_EXIT(metrics, 0);
+    INFO(metrics.out);
+    CHECK(sample(metrics.out, "clock_last_success_timestamp_seconds", "rep").value_or(0) ==
+          doctest::Approx(last / 1000.0).epsilon(1e-12));
+    CHECK(sample(metrics.out, "clock_expected_interval_seconds", "rep") == 1.5);
+    CHECK(sample(metrics.out, "clock_run_overdue", "rep") == 1.0);
+    Command check = env.command({promtool(), "check", "metrics"});
+    check.stdin_text = metrics.out;
+    Result checked = run(check, env.path("output"));
+    CHECK_EXIT(checked, 0);
+    CHECK(checked.out.empty());
+
+    // A run catches up: nothing is overdue, the missed periods stay listed (1).
+    REQUIRE_EXIT(env.clock({"run", "-r", "rep", "--once-per", "1500ms", "--", "true"}), 0);
+    Result warning = env.clock({"missed", "rep", "--since", "30s", "--format", "json"});
+    CHECK_EXIT(warning, 1);
+    CHECK(json::parse(warning.out)["resources"][0]["missed"] == 2);
+  }
+
+  TEST_CASE(
+      "--every runs every time, declares the period, and only a run that exits 0 counts; a "
+      "resource never run successfully is due one period after its declaration") {
+    TestEnv env;
+    CHECK_EXIT(env.clock({"run", "-r", "ev", "--every", "1s", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"run", "-r", "ev", "--every", "1s", "--", "true"}), 0);
+    Result history = env.clock({"history", "ev", "--event", "acquired", "--format", "json"});
+    CHECK(json::parse(history.out)["events"].size() == 2);  // no at-most-once
+    CHECK(expected_of(env, "ev")["every_ms"] == 1000);
+    CHECK_EXIT(env.clock({"run", "-r", "ev", "--every", "1s", "--", "false"}), 1);
+    CHECK_EXIT(env.clock({"run", "-r", "never", "--every", "1s", "--", "false"}), 1);
+    CHECK(expected_of(env, "never")["last_success"].is_null());
+    CHECK_EXIT(env.clock({"missed", "never"}), 0);
+    std::this_thread::sleep_for(1100ms);
+    CHECK(expected_of(env, "ev")["overdue"] == true);
+    CHECK(expected_of(env, "never")["overdue"] == true);
+    CHECK_EXIT(env.clock({"missed", "never"}), 2);
+    // --every sets the period apart from --once-per's.
+    CHECK_EXIT(env.clock({"run", "-r", "ev", "--once-per", "1s", "--every", "1h", "--", "true"}),
+               0);
+    CHECK(expected_of(env, "ev")["every_ms"] == 3600000);
+    CHECK(expected_of(env, "ev")["overdue"] == false);
+  }
+
+  TEST_CASE("bad --every and --since values are usage errors, one line each") {
+    TestEnv env;
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"run", "-r", "x", "--every", "0", "--", "true"},
+                                               {"run", "-r", "x", "--every", "soon", "--", "true"},
+                                               {"missed", "--since", "yesterday"}}) {
+      Result result = env.clock(args);
+      CAPTURE(args.back());
+      CHECK_EXIT(result, 64);
+      CHECK(result.err_lines().size() == 1);
+    }
+  }
+
+  TEST_CASE("a version 7 database upgrades in place: live lease intact, last success kept" *
+            only_on("sqlite")) {
+    TestEnv env;
+    std::string url = env.url();
+    fs::path db = url.substr(7);
+    std::string migrations = std::string(CLOCK_TEST_SQL_DIR) + "/sqlite/migrations/";
+    auto holder = env.acquire({"-r", "held", "--ttl", "1h"});
+    REQUIRE_EXIT(env.clock({"run", "-r", "job", "--", "true"}), 0);  // no expectation yet
+    // Back to version 7: drop what 008 made.
+    REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" 'DROP TABLE expected_runs; DROP TABLE successes; "
+                           "DROP TRIGGER last_success_logs_insert; "
+                           "DROP TRIGGER last_success_logs_update; PRAGMA user_version = 7'",
+                           {{"DB", db.string()}}),
+                 0);
+    CHECK(env.holders_of("held").size() == 1);
+    REQUIRE_EXIT(env.clock({"run", "-r", "job", "--every", "1h", "--", "true"}), 0);
+    CHECK(env.holders_of("held").size() == 1);
+    CHECK(env.holders_of("held")[0]["token"] == holder.token());
+    Result missed = env.clock({"missed", "job", "--since", "1h", "--format", "json"});
+    CHECK_EXIT(missed, 0);
+    CHECK(json::parse(missed.out)["resources"][0]["last_success"].is_string());
+  }
+
+  TEST_CASE("the shipped alert rules load and their unit tests pass (promtool)") {
+    TestEnv env;
+    const std::string dir = std::string(CLOCK_TEST_SCHEMA_DIR) + "/../prometheus/";
+    Result rules = run(env.command({promtool(), "check", "rules", dir + "clock.rules.yml"}),
+                       env.path("output"));
+    CHECK_EXIT(rules, 0);
+    Result tests = run(env.command({promtool(), "test", "rules", dir + "clock.rules.test.yml"}),
+                       env.path("output"));
+    INFO(tests.out << tests.err);
+    CHECK_EXIT(tests, 0);
+  }
+}
