@@ -107,15 +107,28 @@ CREATE OR REPLACE FUNCTION clock_rec_proves(p_hash VARCHAR(128) CHARACTER SET as
 -- Whether p_secret fails to prove that its caller is p_owner: a lease or a
 -- queue entry of the owner's keeps a hash p_secret does not match (the
 -- proof belongs to the id, not to one row: PostgreSQL's owner_refuses()).
-CREATE OR REPLACE FUNCTION clock_rec_owner_refuses(p_owner CHAR(36) CHARACTER SET ascii,
-                                                   p_secret TEXT CHARACTER SET utf8mb4)
-  RETURNS BOOLEAN NOT DETERMINISTIC READS SQL DATA SQL SECURITY INVOKER
-  RETURN EXISTS (SELECT 1 FROM leases
+-- A plain SELECT … INTO, in a procedure: InnoDB reads the tables of a
+-- subquery in any other statement (a stored function's body, SET v =
+-- (SELECT …), IF EXISTS (…)) with shared row locks, which here were held
+-- on the owner's leases of other hierarchies, whose slot rows the caller
+-- does not hold, and deadlocked (1213) two renewals
+-- (tests/mariadb/test_procedures.sh, concurrent calls); a SELECT at READ
+-- COMMITTED reads without locks.
+DROP FUNCTION IF EXISTS clock_rec_owner_refuses;
+CREATE OR REPLACE PROCEDURE clock_rec_owner_refuses(IN p_owner CHAR(36) CHARACTER SET ascii,
+                                                    IN p_secret TEXT CHARACTER SET utf8mb4,
+                                                    OUT p_refuses BOOLEAN)
+  READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_hash VARCHAR(128) CHARACTER SET ascii DEFAULT clock_rec_secret_hash(p_secret);
+  SELECT EXISTS (SELECT 1 FROM leases
                  WHERE owner = p_owner AND secret_hash IS NOT NULL
-                   AND NOT (secret_hash <=> clock_rec_secret_hash(p_secret)))
+                   AND NOT (secret_hash <=> v_hash))
       OR EXISTS (SELECT 1 FROM waiters
                  WHERE owner = p_owner AND secret_hash IS NOT NULL
-                   AND NOT (secret_hash <=> clock_rec_secret_hash(p_secret)));
+                   AND NOT (secret_hash <=> v_hash))
+    INTO p_refuses;
+END;
 
 -- Counts p_count runs of an outcome in run_counts (what PostgreSQL's trigger
 -- on history does): only the outcomes clock_runs_total has. Called beside

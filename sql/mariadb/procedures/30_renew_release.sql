@@ -39,6 +39,7 @@ CREATE OR REPLACE PROCEDURE clock_renew(
   COMMENT 'clock: renew the owner''s leases (PostgreSQL renew())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_refuses BOOLEAN;
   DECLARE v_now BIGINT;
   DECLARE v_expires BIGINT;
   DECLARE v_count INT;
@@ -51,6 +52,7 @@ BEGIN
   DECLARE v_lease_acquired BIGINT;
   DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
   DECLARE v_lost LONGTEXT DEFAULT '[]';
+  DECLARE v_held_it BOOLEAN;
   DECLARE v_result LONGTEXT;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
@@ -70,7 +72,8 @@ BEGIN
   SET v_expires = IF(p_ttl_ms = 0, NULL, v_now + p_ttl_ms * 1000);
   -- The owner's proof first: nothing is renewed, lost or removed in the
   -- name of an id whose secret the caller does not have.
-  IF clock_rec_owner_refuses(v_owner, p_secret) THEN
+  CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
+  IF v_refuses THEN
     CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, NULL, NULL, NULL, NULL, NULL,
                            NULL, p_by);
     SET v_result = JSON_OBJECT(
@@ -97,10 +100,13 @@ BEGIN
           JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'gone'));
         -- Recorded as lost only for the owner that held it: an 'acquired'
         -- record of this owner's that the secret proves.
-        IF EXISTS (SELECT 1 FROM history h
-                   WHERE h.resource = v_resource AND h.namespace = p_namespace
-                     AND h.owner = v_owner AND h.event = 'acquired'
-                     AND clock_rec_proves(h.secret_hash, p_secret)) THEN
+        -- (SELECT … INTO reads without locks; see clock_rec_owner_refuses.)
+        SELECT EXISTS (SELECT 1 FROM history h
+                       WHERE h.resource = v_resource AND h.namespace = p_namespace
+                         AND h.owner = v_owner AND h.event = 'acquired'
+                         AND clock_rec_proves(h.secret_hash, p_secret))
+          INTO v_held_it;
+        IF v_held_it THEN
           INSERT INTO history (at_us, event, namespace, resource, owner, token, db_user)
           VALUES (v_now, 'lost', p_namespace, v_resource, v_owner, v_token, USER());
           CALL clock_rec_count_run(p_namespace, v_resource, 'lost', 1);
@@ -129,11 +135,18 @@ BEGIN
       SET v_result = JSON_OBJECT('outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
                                  'lost', JSON_EXTRACT(v_lost, '$'));
     ELSE
-      UPDATE leases l
-        JOIN JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
-          ON l.resource = CAST(t.r AS BINARY)
-      SET l.renewed_us = v_now, l.expires_us = v_expires, l.ttl_us = p_ttl_ms * 1000
-      WHERE l.namespace = p_namespace AND l.owner = v_owner AND l.expires_us IS NOT NULL;
+      -- One primary-key UPDATE per resource, of rows this transaction
+      -- locked above: a join with JSON_TABLE would scan (and lock) the
+      -- owner's leases of other hierarchies, whose slot rows it does not
+      -- hold, and deadlock with their renewals (seen in the tests).
+      SET v_i = 0;
+      WHILE v_i < v_count DO
+        UPDATE leases
+        SET renewed_us = v_now, expires_us = v_expires, ttl_us = p_ttl_ms * 1000
+        WHERE namespace = p_namespace AND resource = clock_rec_nth(p_resources, v_i)
+          AND owner = v_owner AND expires_us IS NOT NULL;
+        SET v_i = v_i + 1;
+      END WHILE;
       SET v_result = JSON_OBJECT('outcome', 'renewed', 'now', CAST(v_now AS SIGNED),
                                  'expires_at', CAST(v_expires AS SIGNED));
     END IF;
@@ -173,6 +186,7 @@ BEGIN
   DECLARE v_lease_pid BIGINT;
   DECLARE v_released LONGTEXT DEFAULT '[]';
   DECLARE v_refused LONGTEXT DEFAULT '[]';
+  DECLARE v_other_holds BOOLEAN;
   DECLARE v_result LONGTEXT;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
@@ -199,12 +213,13 @@ BEGIN
     WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner
     FOR UPDATE;
     IF NOT v_found THEN
+      SELECT EXISTS (SELECT 1 FROM leases
+                     WHERE namespace = p_namespace AND resource = v_resource
+                       AND (expires_us IS NULL OR expires_us > v_now))
+        INTO v_other_holds;
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$', JSON_OBJECT(
         'resource', CONVERT(v_resource USING utf8mb4),
-        'reason', IF(EXISTS (SELECT 1 FROM leases
-                             WHERE namespace = p_namespace AND resource = v_resource
-                               AND (expires_us IS NULL OR expires_us > v_now)),
-                     'other_owner', 'not_held')));
+        'reason', IF(v_other_holds, 'other_owner', 'not_held')));
     ELSEIF v_lease_expires <= v_now THEN
       CALL clock_rec_lease_event('expired', v_lease_expires, p_namespace, v_resource, v_owner,
                                  NULL, v_lease_expires - v_lease_acquired, '');
@@ -312,7 +327,9 @@ CREATE OR REPLACE PROCEDURE clock_leave_queue(
   COMMENT 'clock: leave the queue (PostgreSQL leave_queue())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_refuses BOOLEAN;
   DECLARE v_removed INT DEFAULT 0;
+  DECLARE v_i INT DEFAULT 0;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   SET v_owner = clock_rec_owner(p_owner);
@@ -322,16 +339,19 @@ BEGIN
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   CALL clock_rec_lock_slots(p_namespace, p_resources);
-  IF clock_rec_owner_refuses(v_owner, p_secret) THEN
+  CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
+  IF v_refuses THEN
     CALL clock_rec_refused(clock_now_us(), p_namespace, p_resources, v_owner, NULL, NULL, NULL,
                            NULL, NULL, NULL, '');
   ELSE
-    DELETE w FROM waiters w
-      JOIN JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
-        ON w.resource = CAST(t.r AS BINARY)
-    WHERE w.namespace = p_namespace AND w.owner = v_owner
-      AND (p_request_id IS NULL OR w.request_id = p_request_id);
-    SET v_removed = ROW_COUNT();
+    -- By unique key, one resource at a time (see the UPDATE in clock_renew).
+    WHILE v_i < JSON_LENGTH(p_resources) DO
+      DELETE FROM waiters
+      WHERE namespace = p_namespace AND resource = clock_rec_nth(p_resources, v_i)
+        AND owner = v_owner AND (p_request_id IS NULL OR request_id = p_request_id);
+      SET v_removed = v_removed + ROW_COUNT();
+      SET v_i = v_i + 1;
+    END WHILE;
   END IF;
   COMMIT;
   SELECT v_removed AS `leave_queue`;

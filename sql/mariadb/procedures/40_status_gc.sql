@@ -105,8 +105,9 @@ BEGIN
   SET SESSION group_concat_max_len = 4294967295;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION READ ONLY;
-  SET v_result = (
-    SELECT COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+  -- SELECT … INTO, not SET v = (SELECT …), which would read with shared
+  -- row locks (see clock_rec_owner_refuses in 15_records_util.sql).
+  SELECT COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
              'id', h.id, 'at', h.at_us, 'event', h.event,
              'namespace', CONVERT(h.namespace USING utf8mb4),
              'resource', CONVERT(h.resource USING utf8mb4), 'owner', h.owner, 'mode', h.mode,
@@ -128,7 +129,8 @@ BEGIN
                  OR (resource > v_below AND resource < v_above))
             AND (p_event IS NULL OR event = p_event)
           ORDER BY id DESC
-          LIMIT v_limit) AS h);
+          LIMIT v_limit) AS h
+    INTO v_result;
   COMMIT;
   SET SESSION group_concat_max_len = v_saved;
   SELECT v_result AS history;
@@ -159,19 +161,19 @@ BEGIN
   SET v_now = clock_now_us();
   SET v_cutoff = v_now - p_history_older_than_ms * 1000;  -- NULL: keep all history
   IF p_dry_run THEN
-    SET v_leases = (SELECT COUNT(*) FROM leases WHERE expires_us <= v_now);
-    SET v_waiters = (SELECT COUNT(*) FROM waiters WHERE expires_us <= v_now);
-    SET v_history = (SELECT COUNT(*) FROM history WHERE at_us < v_cutoff);
+    -- SELECT … INTO reads without locks (see clock_rec_owner_refuses).
+    SELECT COUNT(*) INTO v_leases FROM leases WHERE expires_us <= v_now;
+    SELECT COUNT(*) INTO v_waiters FROM waiters WHERE expires_us <= v_now;
+    SELECT COUNT(*) INTO v_history FROM history WHERE at_us < v_cutoff;
     IF v_cutoff IS NOT NULL THEN
-      SET v_counters = (
-        SELECT COUNT(*) FROM run_counts c
+      SELECT COUNT(*) INTO v_counters FROM run_counts c
         WHERE NOT EXISTS (SELECT 1 FROM history h
                           WHERE h.resource = c.resource AND h.namespace = c.namespace
                             AND h.at_us >= v_cutoff)
           AND NOT EXISTS (SELECT 1 FROM leases l
                           WHERE l.namespace = c.namespace AND l.resource = c.resource)
           AND NOT EXISTS (SELECT 1 FROM waiters w
-                          WHERE w.namespace = c.namespace AND w.resource = c.resource));
+                          WHERE w.namespace = c.namespace AND w.resource = c.resource);
     END IF;
   ELSE
     FOR g IN (SELECT namespace, resource, owner, expires_us FROM leases

@@ -29,6 +29,7 @@ CREATE OR REPLACE PROCEDURE clock_record_missed_run(
   COMMENT 'clock: record a run that timed out or was killed (PostgreSQL record_missed_run())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_refuses BOOLEAN;
   DECLARE v_now BIGINT;
   DECLARE v_written INT DEFAULT 0;
   DECLARE v_message VARCHAR(255);
@@ -49,7 +50,8 @@ BEGIN
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SET v_now = clock_now_us();
-  IF clock_rec_owner_refuses(v_owner, p_secret) THEN
+  CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
+  IF v_refuses THEN
     CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, p_mode, p_host, p_ip, p_pid,
                            p_user, p_command, '');
   ELSE
