@@ -114,7 +114,6 @@ CREATE OR REPLACE FUNCTION clock_rec_proves(p_hash VARCHAR(128) CHARACTER SET as
 -- does not hold, and deadlocked (1213) two renewals
 -- (tests/mariadb/test_procedures.sh, concurrent calls); a SELECT at READ
 -- COMMITTED reads without locks.
-DROP FUNCTION IF EXISTS clock_rec_owner_refuses;
 CREATE OR REPLACE PROCEDURE clock_rec_owner_refuses(IN p_owner CHAR(36) CHARACTER SET ascii,
                                                     IN p_secret TEXT CHARACTER SET utf8mb4,
                                                     OUT p_refuses BOOLEAN)
