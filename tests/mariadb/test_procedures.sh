@@ -314,14 +314,23 @@ check "record_missed_run with a wrong secret writes 0 records (a 'refused' one)"
   same "$(q "CALL clock_record_missed_run('killed', 'mr', '[\"m.c\"]', '$o2', 'exclusive', 'h', 'i', 1, 'u', 'c', NULL, 'wrong')"),$(count "history WHERE namespace = 'mr' AND event = 'killed'"),$(count "history WHERE namespace = 'mr' AND event = 'refused'")" "0,0,1"
 
 # ------------------------------------------------------ expected runs
-q "CALL clock_expect_runs('ex', '[\"e.a\", \"e.b\"]', 60000)"
+lease ex e.a "$o3" 90 600000 s3
+lease ex e.b "$o3" 91 600000 s3
+check "expect_runs by the holder with its secret declares" \
+  same "$(q "CALL clock_expect_runs('ex', '[\"e.a\", \"e.b\"]', 60000, '$o3', 's3', 'me')")" 1
 declared=$(q "SELECT declared_us FROM expected_runs WHERE resource = 'e.a'")
-q "CALL clock_expect_runs('ex', '[\"e.a\"]', 60000)"
+q "CALL clock_expect_runs('ex', '[\"e.a\"]', 60000, '$o3', 's3', 'me')" >/dev/null
 check "expect_runs again keeps declared" same "$(q "SELECT declared_us FROM expected_runs WHERE resource = 'e.a'")" "$declared"
-q "CALL clock_expect_runs('ex', '[\"e.a\"]', 120000)"
+q "CALL clock_expect_runs('ex', '[\"e.a\"]', 120000, '$o3', 's3', 'me')" >/dev/null
 check "a new period replaces the old, keeping declared" \
   same "$(q "SELECT CONCAT(every_ms, ',', declared_us) FROM expected_runs WHERE resource = 'e.a'")" "120000,$declared"
-check "expect_runs refuses a period of 0" fails_with "ERROR 1644 \\(22023\\)" q "CALL clock_expect_runs('ex', '[\"e.a\"]', 0)"
+check "expect_runs with the holder's id and a wrong secret: 0, recorded as refused, period kept" \
+  same "$(q "CALL clock_expect_runs('ex', '[\"e.a\"]', 315360000000, '$o3', 'guess', 'intruder')"),$(count "history WHERE namespace = 'ex' AND event = 'refused' AND forced_by = 'intruder'"),$(q "SELECT every_ms FROM expected_runs WHERE resource = 'e.a'")" "0,1,120000"
+check "expect_runs by an owner that holds no lease there: 0, nothing declared" \
+  same "$(q "CALL clock_expect_runs('ex', '[\"e.c\"]', 60000, '$o4', '', 'stranger')"),$(count "expected_runs WHERE resource = 'e.c'")" "0,0"
+check "expect_runs needs a lease on every resource named" \
+  same "$(q "CALL clock_expect_runs('ex', '[\"e.a\", \"e.c\"]', 1000, '$o3', 's3', 'me')"),$(q "SELECT every_ms FROM expected_runs WHERE resource = 'e.a'")" "0,120000"
+check "expect_runs refuses a period of 0" fails_with "ERROR 1644 \\(22023\\)" q "CALL clock_expect_runs('ex', '[\"e.a\"]', 0, '$o3', 's3', 'me')"
 q "INSERT INTO successes VALUES ('ex', 'e.a', clock_now_us() - 10000000000), ('ex', 'e.a', clock_now_us() - 20000000000), ('ex', 'e.a', clock_now_us() - 1000000)"
 rows=$(q "CALL clock_expected_rows('ex', NULL, NULL)")
 check "expected_rows: now, both expectations, the success within the period and the latest before" \
