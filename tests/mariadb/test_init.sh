@@ -63,8 +63,8 @@ status=$?
 check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
 tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
 check "init made the tables ($tables)" test "$tables" = \
-  "hierarchy_locks,history,last_success,leases,run_counts,schema_migrations,tokens,waiters"
-check "schema_migrations lists 001" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name) FROM schema_migrations')" = "001_schema"
+  "expected_runs,hierarchy_locks,history,last_success,leases,run_counts,schema_migrations,successes,tokens,waiters"
+check "schema_migrations lists 001 and 002" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs"
 check "hierarchy_locks has its 16,385 slots" test "$(sql "$db" -e 'SELECT COUNT(*) FROM hierarchy_locks')" -eq 16385
 check "tokens has its one row at 0" test "$(sql "$db" -e 'SELECT last FROM tokens WHERE id = 1')" -eq 0
 server_us=$(sql "$db" -e 'SET time_zone = "+09:00"; SELECT clock_now_us()')
@@ -73,7 +73,7 @@ check "clock_now_us() is the server's UTC clock in microseconds, whatever the se
   test $((client_us - server_us)) -lt 2000000 -a $((server_us - client_us)) -lt 2000000
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "clock init again exits 0" test $? -eq 0
-check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 1
+check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 2
 run_test_clock --database "$(url_of "$db")" status >/dev/null 2>"$work/err"
 status=$?
 check "an operation not written yet exits 78 (got $status)" test "$status" -eq 78
