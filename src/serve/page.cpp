@@ -115,7 +115,7 @@ function drawHolders(status) {
     row.append(cell);
     body.append(row);
   }
-  if (!body.children.length) body.append(el("tr", {}, "")).firstChild.append(el("td", {colspan: 10, class: "muted"}, "nothing is held"));
+  if (!body.children.length) { const row = el("tr"); row.append(el("td", {colspan: 10, class: "muted"}, "nothing is held")); body.append(row); }
 }
 function drawExpected(status) {
   const body = document.querySelector("#expected tbody");
@@ -126,7 +126,7 @@ function drawExpected(status) {
                el("td", {}, e.due_at), el("td", {class: e.overdue ? "overdue" : ""}, e.overdue ? "OVERDUE by " + dur(e.overdue_ms) : "ok"));
     body.append(row);
   }
-  if (!body.children.length) body.append(el("tr")).firstChild.append(el("td", {colspan: 5, class: "muted"}, "no expected runs"));
+  if (!body.children.length) { const row = el("tr"); row.append(el("td", {colspan: 5, class: "muted"}, "no expected runs")); body.append(row); }
 }
 function drawTimeline(timeline) {
   const now = timeline.now_ms, from = now - hours * 3600e3, span = now - from;
