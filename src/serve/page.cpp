@@ -50,7 +50,8 @@ constexpr const char* k_tail = R"html(</script>
 <script>
 "use strict";
 const data = JSON.parse(document.getElementById("data").textContent);
-let hours = 1;
+// #hours=N in the address picks the first zoom (the screenshot uses a few minutes).
+let hours = Number(new URLSearchParams(location.hash.slice(1)).get("hours")) || 1;
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));

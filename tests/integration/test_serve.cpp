@@ -315,7 +315,7 @@ TEST_SUITE("serve") {
     auto shot_argv = browser;
     const auto shot = env.path("serve.png");
     shot_argv.push_back("--screenshot=" + shot.string());
-    shot_argv.push_back(served.url() + "/");
+    shot_argv.push_back(served.url() + "/#hours=0.05");
     auto shot_run = run(env.command(shot_argv), env.path("output"), 90s);
     INFO(shot_run.describe());
     CHECK(shot_run.status == 0);
