@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <regex>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include "harness.hpp"
+#include "postgres_tools.hpp"
 
 using namespace clk::test;
 
@@ -246,6 +248,48 @@ TEST_SUITE("serve") {
     served.process().signal(SIGTERM);
     auto stopped = served.process().wait(10s);
     CHECK(stopped.status == 0);
+  }
+
+  TEST_CASE("on PostgreSQL clock serve runs as clock_reader, which can take nothing" *
+            only_on("postgres")) {
+    TestEnv env;
+    pg::install_roles(env);
+    std::random_device random;
+    const std::string login = "clock_test_reader_" + std::to_string(random() % 1'000'000'000);
+    REQUIRE(
+        pg::psql(env, env.url(), "CREATE ROLE " + login + " LOGIN IN ROLE clock_reader").status ==
+        0);
+    struct Drop {
+      const TestEnv& env;
+      std::string login;
+      ~Drop() { pg::psql(env, env.url(), "DROP ROLE IF EXISTS " + login); }
+    } drop{env, login};
+    env.acquire({"-r", "jobs.read"});
+    const std::map<std::string, std::string> as_reader = {
+        {"CLOCK_DATABASE_URL", env.url() + " user=" + login}};
+    // The reader can read ...
+    auto status = env.clock({"status", "--format", "json"}, as_reader);
+    INFO(status.describe());
+    CHECK(status.status == 0);
+    // ... and take nothing.
+    auto acquire = env.clock({"acquire", "-r", "jobs.other"}, as_reader);
+    CHECK(acquire.status != 0);
+    CHECK(acquire.err.find("permission denied") != std::string::npos);
+    auto served = env.spawn(env.shell_command(
+        "exec \"$T_CLOCK\" serve --listen 127.0.0.1:0 --refresh 1s > \"$T_DIR/serve.url\"",
+        as_reader));
+    REQUIRE(await([&] { return read_file(env.path("serve.url")).find('\n') != std::string::npos; },
+                  30s));
+    std::string url = read_file(env.path("serve.url"));
+    url = url.substr(url.find("http://"));
+    url.pop_back();
+    for (const char* page : {"status.json", "timeline.json", "metrics", "history.json?since=1h"}) {
+      auto got = run(env.command({"curl", "-sS", "--fail", "--noproxy", "*", url + page}),
+                     env.path("output"), 30s);
+      INFO(page << ": " << got.describe());
+      CHECK(got.status == 0);
+      CHECK(got.out.find("jobs.read") != std::string::npos);
+    }
   }
 
   TEST_CASE("--auth-file asks for a password on every page but /healthz") {
