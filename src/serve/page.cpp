@@ -1,6 +1,9 @@
-// The page's markup, style and script. The script builds every element
-// from data with textContent and setAttribute, never from HTML text, so
-// stored text (resource, host, command) shows as text whatever it holds.
+// The page's markup, style and script. It holds no stored text: the script
+// fetches /status.json and /timeline.json (at once, then every refresh
+// period) and builds every element from them with textContent and
+// setAttribute, never from HTML text, so stored text (resource, host,
+// command) shows as text whatever it holds. The page itself is a few
+// kilobytes, whatever the size of the lock table.
 #include "serve/page.hpp"
 
 namespace clk::serve {
@@ -44,12 +47,11 @@ th{background:#eee}.mono{font-family:ui-monospace,monospace;white-space:pre-wrap
 <div id="truncated" class="muted"></div>
 <div id="axis"></div><div id="lanes"></div>
 <div id="details"></div>
-<script type="application/json" id="data">)html";
-
-constexpr const char* k_tail = R"html(</script>
 <script>
 "use strict";
-const data = JSON.parse(document.getElementById("data").textContent);
+const data = {refresh_ms: )html";
+
+constexpr const char* k_tail = R"html(, status: null, timeline: null};
 // #hours=N in the address picks the first zoom (the screenshot uses a few minutes).
 let hours = Number(new URLSearchParams(location.hash.slice(1)).get("hours")) || 1;
 function el(tag, attrs, text) {
@@ -196,34 +198,15 @@ async function refresh() {
     document.getElementById("state").textContent = "refresh failed: " + e.message;
   }
 }
-draw();
+refresh();
 setInterval(refresh, data.refresh_ms);
 </script></body></html>
 )html";
 
 }  // namespace
 
-std::string json_for_script(const std::string& json) {
-  std::string out;
-  out.reserve(json.size());
-  for (char c : json) {
-    if (c == '<')
-      out += "\\u003c";
-    else if (c == '>')
-      out += "\\u003e";
-    else if (c == '&')
-      out += "\\u0026";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string render_page(const View& view, std::chrono::milliseconds refresh) {
-  std::string data = "{\"refresh_ms\":" + std::to_string(refresh.count()) +
-                     ",\"status\":" + view.status_json + ",\"timeline\":" + view.timeline_json +
-                     "}";
-  return std::string(k_head) + json_for_script(data) + k_tail;
+std::string render_page(std::chrono::milliseconds refresh) {
+  return std::string(k_head) + std::to_string(refresh.count()) + k_tail;
 }
 
 }  // namespace clk::serve

@@ -70,7 +70,7 @@ Reply answer(Snapshots& snapshots, const SiteOptions& options, const Request& re
   if (options.auth && !options.auth->allows(request.authorization))
     return {401, k_text, "authentication required\n"};
   if (request.path == "/")
-    return {200, "text/html; charset=utf-8", render_page(*snapshots.current(), options.refresh)};
+    return {200, "text/html; charset=utf-8", render_page(options.refresh)};
   if (request.path == "/status.json")
     return {200, k_json, snapshots.current()->status_json};
   if (request.path == "/timeline.json")

@@ -120,15 +120,23 @@ Timeline build_timeline(const std::vector<store::HistoryEvent>& events) {
   return timeline;
 }
 
-nlohmann::ordered_json timeline_json(const Timeline& timeline, lock::Instant now,
-                                     lock::Instant from, bool truncated) {
-  nlohmann::ordered_json out;
-  out["now"] = output::iso8601(now);
-  out["now_ms"] = epoch_ms(now);
-  out["from"] = output::iso8601(from);
-  out["from_ms"] = epoch_ms(from);
-  out["truncated"] = truncated;
-  auto intervals = nlohmann::ordered_json::array();
+std::string timeline_json(const Timeline& timeline, lock::Instant now, lock::Instant from,
+                          bool truncated) {
+  // Written item by item, not as one JSON tree: a tree of tens of
+  // thousands of intervals costs several times the text in memory.
+  auto dump = [](const nlohmann::ordered_json& value) {
+    return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  };
+  nlohmann::ordered_json head;
+  head["now"] = output::iso8601(now);
+  head["now_ms"] = epoch_ms(now);
+  head["from"] = output::iso8601(from);
+  head["from_ms"] = epoch_ms(from);
+  head["truncated"] = truncated;
+  std::string out = dump(head);
+  out.pop_back();  // the closing brace: the lists follow
+  out += ",\"intervals\":[";
+  bool first = true;
   for (const auto& interval : timeline.intervals) {
     const auto& any = interval.start ? *interval.start : *interval.end;
     nlohmann::ordered_json item;
@@ -142,10 +150,11 @@ nlohmann::ordered_json timeline_json(const Timeline& timeline, lock::Instant now
     item.update(who_json(any));
     item["by"] =
         interval.by.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(interval.by);
-    intervals.push_back(std::move(item));
+    out += (first ? "" : ",") + dump(item);
+    first = false;
   }
-  out["intervals"] = std::move(intervals);
-  auto marks = nlohmann::ordered_json::array();
+  out += "],\"marks\":[";
+  first = true;
   for (const auto* event : timeline.marks) {
     nlohmann::ordered_json item;
     item["namespace"] = event->ns;
@@ -162,9 +171,10 @@ nlohmann::ordered_json timeline_json(const Timeline& timeline, lock::Instant now
           {"token", event->in_the_way->token ? nlohmann::ordered_json(*event->in_the_way->token)
                                              : nlohmann::ordered_json()}};
     }
-    marks.push_back(std::move(item));
+    out += (first ? "" : ",") + dump(item);
+    first = false;
   }
-  out["marks"] = std::move(marks);
+  out += "]}\n";
   return out;
 }
 

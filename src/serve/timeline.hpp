@@ -34,7 +34,7 @@ Timeline build_timeline(const std::vector<store::HistoryEvent>& events);
 
 // /timeline.json: {"now", "from", "truncated", "intervals": [...], "marks": [...]}.
 // Times are ISO 8601 (as in history) and epoch milliseconds (_ms).
-nlohmann::ordered_json timeline_json(const Timeline& timeline, lock::Instant now,
-                                     lock::Instant from, bool truncated);
+std::string timeline_json(const Timeline& timeline, lock::Instant now, lock::Instant from,
+                          bool truncated);
 
 }  // namespace clk::serve

@@ -234,10 +234,15 @@ TEST_SUITE("serve") {
       auto missing = served.get("/nope", {"-w", "%{http_code}"});
       CHECK(missing.out.ends_with("404"));
       auto page = served.body("/");
-      // The hostile command is in the page's data, but only escaped.
-      CHECK(page.find("<script>alert(1)") == std::string::npos);
-      CHECK(page.find("\\u003cscript\\u003ealert(1)") != std::string::npos);
-      CHECK(page.find('\x1b') == std::string::npos);
+      // The page holds no stored text: its script fetches the JSON, served
+      // as JSON (never sniffed as HTML), the hostile text escaped there.
+      CHECK(page.find("alert(1)") == std::string::npos);
+      auto json = served.get("/status.json", {"-i"});
+      CHECK(json.out.find("Content-Type: application/json") != std::string::npos);
+      CHECK(json.out.find("X-Content-Type-Options: nosniff") != std::string::npos);
+      auto timeline = served.body("/timeline.json");
+      CHECK(timeline.find("\\u001b[31mred") != std::string::npos);
+      CHECK(timeline.find('\x1b') == std::string::npos);
       // Self-contained: nothing to fetch from elsewhere.
       CHECK(page.find("http://") == std::string::npos);
       CHECK(page.find("https://") == std::string::npos);
@@ -315,8 +320,9 @@ TEST_SUITE("serve") {
     make_history(env);
     Served served(env);
     // Wait for a snapshot that holds the whole history.
-    REQUIRE(await([&] { return served.body("/").find("jobs.hostile") != std::string::npos; }, 15s,
-                  200ms));
+    REQUIRE(await(
+        [&] { return served.body("/timeline.json").find("jobs.hostile") != std::string::npos; },
+        15s, 200ms));
     // Every request but to 127.0.0.1 fails: through a proxy that is not
     // there, and a resolver that knows no name.
     std::vector<std::string> browser = {chromium(),

@@ -28,7 +28,7 @@ void reply_into(void* sink, int status, const char* content_type, const char* bo
                 size_t body_size) {
   auto* response = static_cast<httplib::Response*>(sink);
   response->status = status;
-  response->set_content(std::string(body, body_size), content_type);
+  response->set_content(body, body_size, content_type);
   if (status == 401)
     response->set_header("WWW-Authenticate", "Basic realm=\"clock\", charset=\"UTF-8\"");
   // Nothing the page shows may be framed or sniffed into something else.
