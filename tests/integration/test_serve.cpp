@@ -110,7 +110,12 @@ void make_history(const TestEnv& env) {
   auto lost = run(lossy, env.path("output"));
   INFO(lost.describe());
   REQUIRE(lost.out.find("renew=77") != std::string::npos);
-  auto holder = env.acquire({"-r", "jobs.busy", "--ttl", "10m"});
+  // The holder's command line (clock acquire records its caller's) is
+  // hostile too: the page shows it as text in the holders' table.
+  auto holder = env.shell(
+      "\"$T_CLOCK\" acquire -r jobs.busy --ttl 10m >/dev/null; "
+      ": '<script>alert(2)</script>' '\x1b[1mbold' '<b>b</b>'");
+  REQUIRE(holder.status == 0);
   auto skipped = env.clock({"run", "-n", "-r", "jobs.busy", "--", "true"});
   REQUIRE(skipped.status == 75);
   auto hostile = env.clock({"run", "-r", "jobs.hostile", "--", "sh", "-c", "true",
@@ -357,9 +362,11 @@ TEST_SUITE("serve") {
     CHECK(dom.find("class=\"mark\" data-kind=\"skipped\"") != std::string::npos);
     // The holder's table row of jobs.busy.
     CHECK(dom.find("<tr data-resource=\"jobs.busy\">") != std::string::npos);
-    // Hostile text is text: escaped in the DOM, never an element.
-    CHECK(dom.find("&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
-    CHECK(dom.find("<script>alert(1)") == std::string::npos);
+    // Hostile text is text: escaped in the DOM (the holder's command in
+    // the table, the run's in its bar's title), never an element.
+    CHECK(dom.find("&lt;script&gt;alert(2)&lt;/script&gt;") != std::string::npos);
+    CHECK(dom.find("<script>alert") == std::string::npos);
+    CHECK(dom.find("&lt;b&gt;b&lt;/b&gt;") != std::string::npos);
     CHECK(dom.find("<b>") == std::string::npos);
 
     auto shot_argv = browser;
