@@ -130,12 +130,13 @@ check-format:
 # The quick lane. One PostgreSQL suite, the output contracts (11 s in make
 # test, plus about 3 s for the server's start): it loads the module and runs
 # acquire, status and history on PostgreSQL; docs runs docs/postgresql.md's
-# set-up on a server of its own (10 s in all). The others stay in `make check`: integration-postgres
+# set-up on a server of its own (10 s in all); serve-sqlite, clock serve's
+# pages and a headless chromium drawing one (about 40 s). The others stay in `make check`: integration-postgres
 # alone takes 4-7 minutes on 2 cores. The rule that keeps both lanes honest
 # (CONTRIBUTING.md): a special path that the sanitizer build does not run, or
 # that a rename can break, stays only if it saves at least a tenth of what a
 # user waits for.
-TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|docs)$$
+TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|serve-sqlite|docs)$$
 
 test: build
 	tests/helpers/with-postgres.sh ctest --test-dir build $(CTEST_FLAGS) -R '$(TEST_LANE)'
