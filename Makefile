@@ -38,8 +38,10 @@ SHELL := /bin/bash
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 BUILD_TYPE ?= RelWithDebInfo
-# The tests are independent (each has its own temp dir and database).
-CTEST_JOBS ?= $(NPROC)
+# The tests are independent (each has its own temp dir and database), and
+# they mostly wait: three lanes of integration entries plus a terminal entry
+# (tests/CMakeLists.txt) need four jobs whatever the number of cores.
+CTEST_JOBS ?= $(shell n=$(NPROC); [ $$n -lt 4 ] && n=4; echo $$n)
 # The ctest options of both runs. A test with no TIMEOUT of its own gets 300s.
 CTEST_FLAGS ?= --output-on-failure --no-tests=error --timeout 300 -j$(CTEST_JOBS)
 # Sanitizer settings for the tests of build-asan; UBSan already aborts on the
