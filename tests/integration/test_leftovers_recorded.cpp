@@ -193,7 +193,7 @@ TEST_SUITE("run") {
     Result before =
         pg::psql(env, "SELECT has_function_privilege('clock_app', " + note + ", 'EXECUTE')");
     REQUIRE(before.out == "f\n");
-    CHECK_EXIT(env.clock({"status"}), 0);  // the first use re-applies the functions
+    CHECK_EXIT(env.clock({"history"}), 0);  // the first use re-applies the functions
     Result after =
         pg::psql(env, "SELECT has_function_privilege('clock_app', " + note + ", 'EXECUTE')");
     CHECK(after.out == "t\n");
