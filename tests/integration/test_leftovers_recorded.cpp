@@ -216,4 +216,37 @@ TEST_SUITE("run") {
     CHECK(env.shell("sqlite3 \"$DB\" 'PRAGMA user_version'", {{"DB", db}}).out == "9\n");
     CHECK_EXIT(env.clock({"release", "-r", "held", "--owner", held.credential}), 0);
   }
+
+  TEST_CASE(
+      "the config file's lock.leftovers sets the default, --leftovers overrides it, and a bad "
+      "value is a configuration error naming the key") {
+    TestEnv env;
+    write_file(env.path("wait.toml"), "[lock]\nleftovers = \"wait\"\n");
+    const std::string config = env.path("wait.toml").string();
+    // A leftover that exits by itself a moment later: awaited (history says
+    // waited) under the file's "wait", ended under --leftovers kill.
+    auto leaving = [&](const std::vector<std::string>& flags) {
+      std::vector<std::string> args = {"--config", config, "run", "-r", "x"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      args.insert(args.end(),
+                  {"--", "sh", "-c", "setsid sh -c 'sleep 0.3' </dev/null >/dev/null 2>&1 &"});
+      CHECK_EXIT(env.clock(args), 0);
+      auto left = last_event(env, "x", "released").at("leftovers");
+      REQUIRE(left.size() == 1);
+      return left[0].at("fate").get<std::string>();
+    };
+    CHECK(leaving({}) == "waited");
+    CHECK(leaving({"--leftovers", "kill"}) == "ended");
+
+    Result shown = env.clock({"--config", config, "config"});
+    CHECK(contains(shown.out, "lock.leftovers"));
+    CHECK(contains(shown.out, "wait"));
+
+    write_file(env.path("bad.toml"), "[lock]\nleftovers = \"keep\"\n");
+    Result bad =
+        env.clock({"--config", env.path("bad.toml").string(), "run", "-r", "x", "--", "true"});
+    CHECK_EXIT(bad, 78);
+    CHECK(bad.err_lines().size() == 1);
+    CHECK(contains(bad.err, "lock.leftovers"));
+  }
 }
