@@ -14,7 +14,9 @@
 -- clock_app       what `clock run`, `acquire`, `renew`, `release`, `status`
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
 --                 record_missed_run (a run that timed out or was killed),
---                 renew, release (of the caller's own leases: the function
+--                 renew, note_leftovers (what clock run's command left
+--                 running, on the caller's own leases, with its secret),
+--                 release (of the caller's own leases: the function
 --                 only ever touches the lease of the owner id it is given,
 --                 and only with that owner's secret),
 --                 status_rows and history, expect_runs (clock run --once-per
@@ -84,6 +86,7 @@ GRANT EXECUTE ON FUNCTION
   :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
                               jsonb, text),
   :"schema".renew(text, text[], uuid, bigint[], bigint, text, text),
+  :"schema".note_leftovers(text, text[], uuid, bigint[], jsonb, text, text),
   :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text),

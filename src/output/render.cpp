@@ -13,6 +13,7 @@
 #include "output/colour.hpp"
 #include "output/expected_render.hpp"
 #include "output/text.hpp"
+#include "store/leftovers_json.hpp"
 #include "util/duration.hpp"
 
 namespace clk::output {
@@ -52,6 +53,17 @@ std::string login_cell(const lock::OwnerInfo& info) {
   return info.db_user.empty() ? "-" : escape_for_terminal(info.db_user);
 }
 
+// The processes a holder's command left that still run (status): what
+// --leftovers wait keeps the lock for.
+std::vector<lock::Leftover> still_running(const std::vector<lock::Leftover>& leftovers) {
+  std::vector<lock::Leftover> out;
+  for (const auto& leftover : leftovers) {
+    if (leftover.fate == lock::LeftoverFate::running)
+      out.push_back(leftover);
+  }
+  return out;
+}
+
 json lease_json(const lock::Lease& lease, lock::Instant now, bool expired) {
   json out = {{"namespace", lease.ns},      {"resource", lease.resource.str()},
               {"owner", lease.owner.str()}, {"mode", lock::to_string(lease.mode)},
@@ -65,6 +77,9 @@ json lease_json(const lock::Lease& lease, lock::Instant now, bool expired) {
   out["expires_in_ms"] =
       lease.expires_at ? json(ms_between(now, *lease.expires_at)) : json(nullptr);
   out["expired"] = expired;
+  out["leftovers"] = json::array();
+  for (const auto& leftover : still_running(lease.leftovers))
+    out["leftovers"].push_back({{"pid", leftover.pid}, {"command", leftover.command}});
   return out;
 }
 
@@ -109,9 +124,19 @@ std::string expires_cell(const lock::Lease& lease, lock::Instant now) {
                           : "expired " + util::format_duration(-left) + " ago";
 }
 
+// "held", or "held (leftovers: 4242, 4243)" while the lock waits for what
+// the command left.
+std::string holder_state(const lock::Lease& lease, bool expired) {
+  std::string state = expired ? "expired" : "held";
+  std::string pids;
+  for (const auto& leftover : still_running(lease.leftovers))
+    pids += (pids.empty() ? "" : ", ") + std::to_string(leftover.pid);
+  return pids.empty() ? state : state + " (leftovers: " + pids + ")";
+}
+
 std::vector<std::string> holder_row(const lock::Lease& lease, bool expired, lock::Instant now) {
   return {resource_cell(lease.ns, lease.resource),
-          expired ? "expired" : "held",
+          holder_state(lease, expired),
           mode_cell(lease.mode, lease.slots),
           lease.owner.str(),
           escape_for_terminal(lease.info.host),
@@ -375,6 +400,12 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
                               {"host", way->host},
                               {"token", way->token ? json(*way->token) : json(nullptr)}};
       }
+      item["leftovers"] = json::array();
+      for (const auto& leftover : event.leftovers) {
+        item["leftovers"].push_back({{"pid", leftover.pid},
+                                     {"command", leftover.command},
+                                     {"fate", store::to_string(leftover.fate)}});
+      }
       item["done_by"] = json(nullptr);
       if (const auto& run = event.done_by) {
         item["done_by"] = {{"owner", run->owner.str()},
@@ -396,6 +427,16 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
     if (const auto& way = event.in_the_way) {
       what += " (held by " + escape_for_terminal(way->host);
       what += way->token ? ", token " + std::to_string(*way->token) + ")" : ", queued)";
+    }
+    if (!event.leftovers.empty()) {
+      std::string left;
+      for (const auto& leftover : event.leftovers) {
+        left += (left.empty() ? "" : ", ") + std::to_string(leftover.pid) + " " +
+                (leftover.fate == lock::LeftoverFate::waited
+                     ? "waited for"
+                     : std::string(store::to_string(leftover.fate)));
+      }
+      what += " (left " + left + ")";
     }
     if (const auto& run = event.done_by) {
       what += " (done by " + escape_for_terminal(run->host) + ", token " +
