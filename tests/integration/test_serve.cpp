@@ -285,6 +285,15 @@ TEST_SUITE("serve") {
     auto acquire = env.clock({"acquire", "-r", "jobs.other"}, as_reader);
     CHECK(acquire.status != 0);
     CHECK(acquire.err.find("permission denied") != std::string::npos);
+    // Nor declare a period, even after clock init re-applied the functions
+    // (which re-grants what replaced functions had).
+    REQUIRE(pg::psql(env, env.url(), "COMMENT ON SCHEMA clock IS 'stale'").status == 0);
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    auto may_declare =
+        pg::psql(env, env.url(),
+                 "SELECT has_function_privilege('" + login +
+                     "', 'clock.expect_runs(text, text[], bigint, uuid, text, text)', 'EXECUTE')");
+    CHECK(may_declare.out == "f\n");
     auto served = env.spawn(env.shell_command(
         "exec \"$T_CLOCK\" serve --listen 127.0.0.1:0 --refresh 1s > \"$T_DIR/serve.url\"",
         as_reader));
