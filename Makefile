@@ -38,8 +38,10 @@ SHELL := /bin/bash
 
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 BUILD_TYPE ?= RelWithDebInfo
-# The tests are independent (each has its own temp dir and database).
-CTEST_JOBS ?= $(NPROC)
+# The tests are independent (each has its own temp dir and database), and
+# they mostly wait: three lanes of integration entries plus a terminal entry
+# (tests/CMakeLists.txt) need four jobs whatever the number of cores.
+CTEST_JOBS ?= $(shell n=$(NPROC); [ $$n -lt 4 ] && n=4; echo $$n)
 # The ctest options of both runs. A test with no TIMEOUT of its own gets 300s.
 CTEST_FLAGS ?= --output-on-failure --no-tests=error --timeout 300 -j$(CTEST_JOBS)
 # Sanitizer settings for the tests of build-asan; UBSan already aborts on the
@@ -130,12 +132,13 @@ check-format:
 # The quick lane. One PostgreSQL suite, the output contracts (11 s in make
 # test, plus about 3 s for the server's start): it loads the module and runs
 # acquire, status and history on PostgreSQL; docs runs docs/postgresql.md's
-# set-up on a server of its own (10 s in all). The others stay in `make check`: integration-postgres
+# set-up on a server of its own (10 s in all); serve-sqlite, clock serve's
+# pages and a headless chromium drawing one (about 40 s). The others stay in `make check`: integration-postgres
 # alone takes 4-7 minutes on 2 cores. The rule that keeps both lanes honest
 # (CONTRIBUTING.md): a special path that the sanitizer build does not run, or
 # that a rename can break, stays only if it saves at least a tenth of what a
 # user waits for.
-TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|docs)$$
+TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|serve-sqlite|docs)$$
 
 test: build
 	tests/helpers/with-postgres.sh ctest --test-dir build $(CTEST_FLAGS) -R '$(TEST_LANE)'

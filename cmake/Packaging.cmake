@@ -44,7 +44,8 @@ set(CLOCK_MAN_GZ ${CLOCK_PKG_DIR}/clock.1.gz)
 if(CMAKE_OBJCOPY)
   install(CODE "
     foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\"
-                       \"${CLOCK_MODULE_SUBDIR}/clock-ping.so\")
+                       \"${CLOCK_MODULE_SUBDIR}/clock-ping.so\"
+                       \"${CLOCK_MODULE_SUBDIR}/clock-serve.so\")
       set(_clock_elf \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${_clock_elf}\")
       if(CMAKE_INSTALL_DO_STRIP AND EXISTS \"\${_clock_elf}\")
         execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --remove-section=.comment
@@ -67,8 +68,10 @@ install(FILES ${CMAKE_SOURCE_DIR}/packaging/completions/_clock
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/zsh/vendor-completions
   COMPONENT deb EXCLUDE_FROM_ALL)
 # Installed, not enabled (no maintainer scripts): one host per database runs gc.
+# clock-serve.service likewise: a status page is a choice, not a default.
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/systemd/clock-gc.service
               ${CMAKE_SOURCE_DIR}/packaging/systemd/clock-gc.timer
+              ${CMAKE_SOURCE_DIR}/packaging/systemd/clock-serve.service
   DESTINATION /lib/systemd/system COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/debian/copyright
               ${CLOCK_PKG_DIR}/changelog.Debian.gz
@@ -139,7 +142,8 @@ and carries a fencing token that only ever grows.
 
 Locks live in a local SQLite file by default; point clock at PostgreSQL to
 lock across machines. The package installs /etc/clock/clock.toml, bash and
-zsh completions, and a systemd timer for clock gc (not enabled).]=])
+zsh completions, a systemd timer for clock gc and a service for clock
+serve, the read-only status page (neither enabled).]=])
 
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${CLOCK_DEB_RELEASE})

@@ -17,5 +17,6 @@ Action register_init(CLI::App& app);
 Action register_config(CLI::App& app);
 Action register_check(CLI::App& app);
 Action register_missed(CLI::App& app);
+Action register_serve(CLI::App& app);
 
 }  // namespace clk::cmd

@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
   add(cmd::register_config, "config");
   add(cmd::register_check, "check");
   add(cmd::register_missed, "missed");
+  add(cmd::register_serve, "serve");
 
   const std::vector<std::string> words = args;  // in order, for parse_error_message
   std::reverse(args.begin(), args.end());       // CLI11 takes them last-first

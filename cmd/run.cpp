@@ -88,7 +88,7 @@ Action register_run(CLI::App& app) {
     LockFlags lock;
     std::optional<std::string> heartbeat;
     std::string on_lease_lost = "kill";
-    std::string leftovers = "kill";
+    std::optional<std::string> leftovers;
     std::optional<std::string> kill_after;
     std::optional<std::string> jitter;
     std::optional<std::string> max_runtime;
@@ -115,7 +115,8 @@ Action register_run(CLI::App& app) {
       ->add_option("--leftovers", options->leftovers,
                    "What becomes of processes the command leaves running (daemons, setsid, "
                    "nohup &): kill (SIGTERM, SIGKILL after --kill-after, then release; the "
-                   "default) or wait (hold the lock until they exit)")
+                   "default) or wait (hold the lock until they exit; status shows them). "
+                   "Default: the config's lock.leftovers, else kill")
       ->check(CLI::IsMember({"kill", "wait"}));
   command->add_option("--kill-after", options->kill_after,
                       "SIGKILL this long after SIGTERM (default: TTL/10, at most 10s; 10s "
@@ -196,7 +197,9 @@ Action register_run(CLI::App& app) {
                          : context.settings.kill_after.value_or(run::default_kill_after(run.ttl));
     run.on_lease_lost =
         options->on_lease_lost == "warn" ? run::LeaseLostPolicy::warn : run::LeaseLostPolicy::kill;
-    run.leftovers = options->leftovers == "wait" ? run::Leftovers::wait : run::Leftovers::kill;
+    bool await_leftovers =
+        options->leftovers ? *options->leftovers == "wait" : context.settings.leftovers_wait;
+    run.leftovers = await_leftovers ? run::Leftovers::wait : run::Leftovers::kill;
     run.max_runtime = options->max_runtime ? duration_flag("--max-runtime", *options->max_runtime)
                                            : std::chrono::milliseconds(0);
     run::check_timing(run);

@@ -78,7 +78,7 @@ _clock()
     local cur prev words cword split
     _init_completion -s || return
 
-    local commands='acquire release renew status history run gc init'
+    local commands='acquire release renew status history run gc init serve'
     # Global options; accepted after the command name too.
     local global_opts='--config --database --namespace -v --verbose -q --quiet --log-format'
 
@@ -121,7 +121,8 @@ _clock()
             return
             ;;
         --namespace | --owner | --ttl | --slots | -w | --wait | -E | --conflict-exit-code | \
-            --heartbeat | --kill-after | --jitter | --max-runtime | --once-per | --every | --limit | --history-older-than)
+            --heartbeat | --kill-after | --jitter | --max-runtime | --once-per | --every | --limit | --history-older-than | \
+            --listen | --refresh | --timeline-events)
             return
             ;;
         -r | --resource)
@@ -168,6 +169,7 @@ _clock()
         run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --once-per --every --ping --watch-lease --" ;;
         gc) opts='--dry-run --history-older-than' ;;
         init) opts='--print-sql' ;;
+        serve) opts='--listen --refresh --auth-file --timeline-events' ;;
         *) return ;;
     esac
 

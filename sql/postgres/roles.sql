@@ -14,7 +14,9 @@
 -- clock_app       what `clock run`, `acquire`, `renew`, `release`, `status`
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
 --                 record_missed_run (a run that timed out or was killed),
---                 renew, release (of the caller's own leases: the function
+--                 renew, note_leftovers (what clock run's command left
+--                 running, on the caller's own leases, with its secret),
+--                 release (of the caller's own leases: the function
 --                 only ever touches the lease of the owner id it is given,
 --                 and only with that owner's secret),
 --                 status_rows and history, expect_runs (clock run --once-per
@@ -26,6 +28,11 @@
 --                 table and history change only through the functions, so
 --                 this role cannot run DDL, rewrite or delete history, or
 --                 write a lease the rules would refuse.
+-- clock_reader    what `clock serve` (and `status`, `history`, `missed`) needs
+--                 and no more: EXECUTE on status_rows, history and
+--                 expected_rows, and SELECT on schema_migrations. It can
+--                 read who holds what and what happened, never take, renew,
+--                 release or declare anything.
 -- clock_operator  clock_app, plus force_release (`release --force`, recorded
 --                 with who forced it) and gc_batch (`clock gc`: expired leases,
 --                 dead waiters, history older than a cut-off).
@@ -58,15 +65,17 @@ BEGIN;
 
 SELECT 'CREATE ROLE clock_app NOLOGIN'
 WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'clock_app') \gexec
+SELECT 'CREATE ROLE clock_reader NOLOGIN'
+WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'clock_reader') \gexec
 SELECT 'CREATE ROLE clock_operator NOLOGIN'
 WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'clock_operator') \gexec
 GRANT clock_app TO clock_operator;
 
 -- Start from nothing, so a re-run also takes back what an older version gave.
-REVOKE ALL ON SCHEMA :"schema" FROM clock_app, clock_operator;
-REVOKE ALL ON ALL TABLES IN SCHEMA :"schema" FROM clock_app, clock_operator;
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA :"schema" FROM clock_app, clock_operator;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA :"schema" FROM PUBLIC, clock_app, clock_operator;
+REVOKE ALL ON SCHEMA :"schema" FROM clock_app, clock_operator, clock_reader;
+REVOKE ALL ON ALL TABLES IN SCHEMA :"schema" FROM clock_app, clock_operator, clock_reader;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA :"schema" FROM clock_app, clock_operator, clock_reader;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA :"schema" FROM PUBLIC, clock_app, clock_operator, clock_reader;
 
 GRANT USAGE ON SCHEMA :"schema" TO clock_app;
 GRANT SELECT ON :"schema".schema_migrations TO clock_app;
@@ -77,12 +86,21 @@ GRANT EXECUTE ON FUNCTION
   :"schema".record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text,
                               jsonb, text),
   :"schema".renew(text, text[], uuid, bigint[], bigint, text, text),
+  :"schema".note_leftovers(text, text[], uuid, bigint[], jsonb, text, text),
   :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text),
   :"schema".expect_runs(text, text[], bigint, uuid, text, text),
   :"schema".expected_rows(text, text, bigint)
 TO clock_app;
+
+GRANT USAGE ON SCHEMA :"schema" TO clock_reader;
+GRANT SELECT ON :"schema".schema_migrations TO clock_reader;
+GRANT EXECUTE ON FUNCTION
+  :"schema".status_rows(text, text, boolean),
+  :"schema".history(text, text, integer, text),
+  :"schema".expected_rows(text, text, bigint)
+TO clock_reader;
 
 GRANT EXECUTE ON FUNCTION
   :"schema".force_release(text, text[], text),

@@ -66,7 +66,7 @@ class FileReader {
          {"database", "namespace", "log_level", "log_format", "lock", "postgres", "gc", "sqlite",
           "ping"}},
         {"ping", {"on_skip", "urls"}},
-        {"lock", {"ttl", "heartbeat", "kill_after"}},
+        {"lock", {"ttl", "heartbeat", "kill_after", "leftovers"}},
         {"postgres", {"schema", "connect_timeout", "watch_lease"}},
         {"gc", {"history_retention", "batch_size"}},
         {"sqlite", {"allow_network_filesystem"}}};
@@ -252,8 +252,9 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   // Every key the file sets is its origin, whatever the value.
   for (const char* key :
        {"database", "namespace", "log_level", "log_format", "lock.ttl", "lock.heartbeat",
-        "lock.kill_after", "postgres.schema", "postgres.connect_timeout", "postgres.watch_lease",
-        "gc.history_retention", "gc.batch_size", "sqlite.allow_network_filesystem"}) {
+        "lock.kill_after", "lock.leftovers", "postgres.schema", "postgres.connect_timeout",
+        "postgres.watch_lease", "gc.history_retention", "gc.batch_size",
+        "sqlite.allow_network_filesystem"}) {
     if (reader.has(key))
       settings.origins[key] = "config file " + file.string() + " (key " + key + ")";
   }
@@ -277,6 +278,14 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
     settings.heartbeat = *v;
   if (auto v = reader.duration("lock.kill_after"))
     settings.kill_after = *v;
+  if (auto v = reader.string("lock.leftovers")) {
+    if (*v != "kill" && *v != "wait") {
+      throw Error(ExitCode::config, file.string() +
+                                        ": lock.leftovers: expected \"kill\" or \"wait\" (what "
+                                        "clock run does with processes its command leaves)");
+    }
+    settings.leftovers_wait = *v == "wait";
+  }
   if (auto v = reader.string("postgres.schema"))
     settings.pg_schema = *v;
   if (auto v = reader.duration("postgres.connect_timeout"))

@@ -29,6 +29,7 @@ struct Settings {
   milliseconds ttl = lock::k_default_ttl;
   std::optional<milliseconds> heartbeat;   // none: run::default_heartbeat(ttl)
   std::optional<milliseconds> kill_after;  // none: run::default_kill_after(ttl)
+  bool leftovers_wait = false;  // lock.leftovers = "wait": the default of clock run --leftovers
   milliseconds connect_timeout{5'000};
   std::string pg_schema = "clock";
   bool watch_lease = false;  // clock run on PostgreSQL: LISTEN for the loss of its lease

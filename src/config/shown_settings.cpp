@@ -26,6 +26,7 @@ std::vector<ShownSetting> shown_settings(const Settings& settings) {
   add("lock.ttl", util::format_duration(settings.ttl));
   add("lock.heartbeat", duration_text(settings.heartbeat, "TTL/10, at least 100ms"));
   add("lock.kill_after", duration_text(settings.kill_after, "TTL/10, at most 10s"));
+  add("lock.leftovers", settings.leftovers_wait ? "wait" : "kill");
   add("postgres.schema", settings.pg_schema);
   add("postgres.connect_timeout", util::format_duration(settings.connect_timeout));
   add("postgres.watch_lease", settings.watch_lease ? "true" : "false");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lock/mode.hpp"
 #include "lock/owner.hpp"
@@ -48,6 +49,18 @@ inline constexpr std::chrono::milliseconds k_max_ttl = std::chrono::days(30);
 // Past this TTL a holder that dies keeps the lock for long: warned, as 0 is.
 inline constexpr std::chrono::milliseconds k_long_ttl = std::chrono::days(1);
 
+// A process the holder's command left running when it exited (clock run,
+// --leftovers), as the holder reports it on its lease: running while it is
+// awaited, then waited (it exited by itself) or ended (clock ended it).
+enum class LeftoverFate { running, waited, ended };
+
+struct Leftover {
+  std::int64_t pid = 0;
+  std::string command;
+  LeftoverFate fate = LeftoverFate::running;
+  bool operator==(const Leftover&) const = default;
+};
+
 struct Lease {
   std::string ns;
   Resource resource;
@@ -60,6 +73,7 @@ struct Lease {
   Instant acquired_at{};
   Instant renewed_at{};
   std::optional<Instant> expires_at;  // none: --ttl 0, no expiry
+  std::vector<Leftover> leftovers;    // what the holder last reported (Store::note_leftovers)
 };
 
 struct Waiter {

@@ -13,6 +13,7 @@
 #include "output/colour.hpp"
 #include "output/expected_render.hpp"
 #include "output/text.hpp"
+#include "store/leftovers_json.hpp"
 #include "util/duration.hpp"
 
 namespace clk::output {
@@ -52,6 +53,17 @@ std::string login_cell(const lock::OwnerInfo& info) {
   return info.db_user.empty() ? "-" : escape_for_terminal(info.db_user);
 }
 
+// The processes a holder's command left that still run (status): what
+// --leftovers wait keeps the lock for.
+std::vector<lock::Leftover> still_running(const std::vector<lock::Leftover>& leftovers) {
+  std::vector<lock::Leftover> out;
+  for (const auto& leftover : leftovers) {
+    if (leftover.fate == lock::LeftoverFate::running)
+      out.push_back(leftover);
+  }
+  return out;
+}
+
 json lease_json(const lock::Lease& lease, lock::Instant now, bool expired) {
   json out = {{"namespace", lease.ns},      {"resource", lease.resource.str()},
               {"owner", lease.owner.str()}, {"mode", lock::to_string(lease.mode)},
@@ -65,6 +77,9 @@ json lease_json(const lock::Lease& lease, lock::Instant now, bool expired) {
   out["expires_in_ms"] =
       lease.expires_at ? json(ms_between(now, *lease.expires_at)) : json(nullptr);
   out["expired"] = expired;
+  out["leftovers"] = json::array();
+  for (const auto& leftover : still_running(lease.leftovers))
+    out["leftovers"].push_back({{"pid", leftover.pid}, {"command", leftover.command}});
   return out;
 }
 
@@ -109,9 +124,19 @@ std::string expires_cell(const lock::Lease& lease, lock::Instant now) {
                           : "expired " + util::format_duration(-left) + " ago";
 }
 
+// "held", or "held (leftovers: 4242, 4243)" while the lock waits for what
+// the command left.
+std::string holder_state(const lock::Lease& lease, bool expired) {
+  std::string state = expired ? "expired" : "held";
+  std::string pids;
+  for (const auto& leftover : still_running(lease.leftovers))
+    pids += (pids.empty() ? "" : ", ") + std::to_string(leftover.pid);
+  return pids.empty() ? state : state + " (leftovers: " + pids + ")";
+}
+
 std::vector<std::string> holder_row(const lock::Lease& lease, bool expired, lock::Instant now) {
   return {resource_cell(lease.ns, lease.resource),
-          expired ? "expired" : "held",
+          holder_state(lease, expired),
           mode_cell(lease.mode, lease.slots),
           lease.owner.str(),
           escape_for_terminal(lease.info.host),
@@ -186,6 +211,39 @@ std::string status_table(const store::Snapshot& snapshot, bool colour) {
                rows, paint);
 }
 
+// `value` as dump(2) writes it nested `depth` spaces deep, after its key:
+// every line but the first moves right (a JSON string holds no raw newline).
+std::string dump_indented(const json& value, int depth) {
+  std::string text = value.dump(2, ' ', false, json::error_handler_t::replace);
+  const std::string shift = "\n" + std::string(static_cast<std::size_t>(depth), ' ');
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n')
+      out += shift;
+    else
+      out += c;
+  }
+  return out;
+}
+
+// A member's array of `count` items, as dump(2) writes it at depth 2 of the
+// top-level object, each item made by `item(i)` and dumped at once.
+template <typename Item>
+void append_list(std::string& out, std::size_t count, Item item) {
+  if (count == 0) {
+    out += "[]";
+    return;
+  }
+  out += "[\n";
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i > 0)
+      out += ",\n";
+    out += "    " + dump_indented(item(i), 4);
+  }
+  out += "\n  ]";
+}
+
 }  // namespace
 
 // Only the shell format, which eval turns into CLOCK_OWNER, carries the
@@ -223,21 +281,25 @@ std::string render_status(const store::Snapshot& snapshot, Format format, bool c
     return render_prometheus(snapshot) +
            (snapshot.expected ? expected_prometheus(*snapshot.expected) : "");
   if (format == Format::json) {
-    json holders = json::array();
-    for (std::size_t i = 0; i < snapshot.holders.size(); ++i) {
+    // The text json::dump(2) writes for {"now", "holders", "waiters",
+    // "expected"}, written one holder and one waiter at a time: the JSON
+    // tree of 10,000 holders took several times the text's memory (75 MiB).
+    std::string out =
+        "{\n  \"now\": " + dump_indented(json(iso8601(snapshot.now)), 2) + ",\n  \"holders\": ";
+    append_list(out, snapshot.holders.size(), [&](std::size_t i) {
       bool expired = i < snapshot.holder_expired.size() && snapshot.holder_expired[i];
-      holders.push_back(lease_json(snapshot.holders[i], snapshot.now, expired));
-    }
-    json waiters = json::array();
+      return lease_json(snapshot.holders[i], snapshot.now, expired);
+    });
+    out += ",\n  \"waiters\": ";
     auto places = places_in_line(snapshot.waiters);
-    for (std::size_t i = 0; i < snapshot.waiters.size(); ++i) {
-      waiters.push_back(waiter_json(snapshot.waiters[i], snapshot.now));
-      waiters.back()["place"] = places[i];
-    }
-    json out = {{"now", iso8601(snapshot.now)}, {"holders", holders}, {"waiters", waiters}};
+    append_list(out, snapshot.waiters.size(), [&](std::size_t i) {
+      json waiter = waiter_json(snapshot.waiters[i], snapshot.now);
+      waiter["place"] = places[i];
+      return waiter;
+    });
     if (snapshot.expected)
-      out["expected"] = expected_json(*snapshot.expected);
-    return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+      out += ",\n  \"expected\": " + dump_indented(expected_json(*snapshot.expected), 2);
+    return out + "\n}\n";
   }
   return status_table(snapshot, colour) +
          (snapshot.expected ? expected_table(*snapshot.expected) : "");
@@ -338,6 +400,12 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
                               {"host", way->host},
                               {"token", way->token ? json(*way->token) : json(nullptr)}};
       }
+      item["leftovers"] = json::array();
+      for (const auto& leftover : event.leftovers) {
+        item["leftovers"].push_back({{"pid", leftover.pid},
+                                     {"command", leftover.command},
+                                     {"fate", store::to_string(leftover.fate)}});
+      }
       item["done_by"] = json(nullptr);
       if (const auto& run = event.done_by) {
         item["done_by"] = {{"owner", run->owner.str()},
@@ -359,6 +427,16 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
     if (const auto& way = event.in_the_way) {
       what += " (held by " + escape_for_terminal(way->host);
       what += way->token ? ", token " + std::to_string(*way->token) + ")" : ", queued)";
+    }
+    if (!event.leftovers.empty()) {
+      std::string left;
+      for (const auto& leftover : event.leftovers) {
+        left += (left.empty() ? "" : ", ") + std::to_string(leftover.pid) + " " +
+                (leftover.fate == lock::LeftoverFate::waited
+                     ? "waited for"
+                     : std::string(store::to_string(leftover.fate)));
+      }
+      what += " (left " + left + ")";
     }
     if (const auto& run = event.done_by) {
       what += " (done by " + escape_for_terminal(run->host) + ", token " +

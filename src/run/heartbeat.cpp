@@ -114,6 +114,37 @@ bool Heartbeat::lost() const {
   return m_lost;
 }
 
+void Heartbeat::note_leftovers(std::vector<lock::Leftover> leftovers) {
+  if (!m_lease.note_leftovers)
+    return;
+  {
+    std::lock_guard lock(m_mutex);
+    m_note = std::move(leftovers);
+    m_note_due = true;
+    m_note_failed = false;
+  }
+  m_wake.notify_all();
+}
+
+// Writes the pending note; it is a courtesy to `clock status` (the release
+// records the final list anyway), so a failure is only logged, and the note
+// tried again after the next renewal.
+void Heartbeat::write_note(std::unique_lock<std::mutex>& lock) {
+  auto note = m_note;
+  m_note_due = false;
+  lock.unlock();
+  bool written = false;
+  try {
+    m_lease.note_leftovers(note);
+    written = true;
+  } catch (const std::exception& error) {
+    spdlog::debug("recording the leftovers on {} failed: {}", lease(), error.what());
+  }
+  lock.lock();
+  if (!written && !m_note_due)
+    m_note_failed = true;
+}
+
 void Heartbeat::announce() {
   std::uint64_t one = 1;
   [[maybe_unused]] auto ignored = write(m_news_fd, &one, sizeof one);
@@ -199,9 +230,14 @@ void Heartbeat::run() {
   time_point next_check = m_first_check;
   time_point next_rest = m_first_rest;
   for (;;) {
-    if (m_wake.wait_until(lock, std::min({next, next_check, next_rest}),
-                          [this] { return m_stopping; }))
+    m_wake.wait_until(lock, std::min({next, next_check, next_rest}),
+                      [this] { return m_stopping || m_note_due; });
+    if (m_stopping)
       return;
+    if (m_note_due) {
+      write_note(lock);
+      continue;
+    }
     if (Clock::now() >= next_rest && Clock::now() < next) {  // idle: give the connection back
       lock.unlock();
       m_lease.rest();
@@ -236,6 +272,10 @@ void Heartbeat::run() {
         failures = 0;
         next = start + m_options.heartbeat;
         announce();
+        if (m_note_failed) {
+          m_note_failed = false;
+          m_note_due = true;
+        }
         break;
       case RenewOutcome::lost:
         m_lost = true;

@@ -11,7 +11,9 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "lock/lease.hpp"
 #include "run/options.hpp"
 
 namespace clk::run {
@@ -61,10 +63,17 @@ class Heartbeat {
   // A renewal or a check found the lease gone or another owner's.
   bool lost() const;
 
+  // Has the thread record `leftovers` on the lease (LeaseKeeping::
+  // note_leftovers) as soon as it can, replacing a list not yet recorded;
+  // one that fails is tried again after the next renewal. Needs the thread
+  // started.
+  void note_leftovers(std::vector<lock::Leftover> leftovers);
+
  private:
   void run();
   RenewOutcome attempt();
   bool check(std::unique_lock<std::mutex>& lock);
+  void write_note(std::unique_lock<std::mutex>& lock);
   void renewal_failed(int failures, milliseconds delay);
   std::string what_is_at_stake(time_point now) const;
   std::string lease() const;
@@ -84,6 +93,9 @@ class Heartbeat {
   time_point m_last_renewal_start;
   time_point m_last_held;
   bool m_lost = false;
+  std::vector<lock::Leftover> m_note;  // the leftovers to record on the lease
+  bool m_note_due = false;             // m_note is to be written now
+  bool m_note_failed = false;          // m_note is to be written after the next renewal
 
   bool m_started = false;  // start() or stop() was called (main thread only)
   std::thread m_thread;    // last: started once everything above exists

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <utility>
 
@@ -54,6 +55,32 @@ std::optional<std::string> cgroup2_mount() {
   return std::nullopt;
 }
 
+// Whether systemd manages the cgroup tree (sd_booted()'s test): then a
+// unit's cgroup is systemd's, and only a subtree it delegated (Delegate=yes)
+// may be given children by anyone else.
+bool systemd_manages_cgroups() {
+  return access("/run/systemd/system", F_OK) == 0;
+}
+
+// Whether `cgroup` (a path under the hierarchy mounted at `mount`) lies in
+// a subtree systemd delegated: it marks the top of one with the extended
+// attribute trusted.delegate (user.delegate for a user's manager) since
+// systemd 251. An older systemd marks nothing: its delegated subtrees are
+// not recognised, and clock goes without a job cgroup there.
+bool delegated(const std::string& mount, std::string cgroup) {
+  char value[8];
+  while (!cgroup.empty() && cgroup != "/") {
+    const std::string dir = mount + cgroup;
+    for (const char* name : {"trusted.delegate", "user.delegate"}) {
+      auto size = getxattr(dir.c_str(), name, value, sizeof value);
+      if (size == 1 && value[0] == '1')
+        return true;
+    }
+    cgroup.erase(cgroup.rfind('/'));
+  }
+  return false;
+}
+
 void pause_10ms() {
   timespec delay{0, 10'000'000};
   nanosleep(&delay, nullptr);
@@ -73,6 +100,15 @@ std::optional<JobCgroup> JobCgroup::create() {
   // cgroup (the common ancestor) and of the new one.
   if (access(dir.c_str(), W_OK) != 0 || access((dir + "/cgroup.procs").c_str(), W_OK) != 0) {
     spdlog::debug("no cgroup of its own for the job: {} is not writable (not delegated)", dir);
+    return std::nullopt;
+  }
+  // A unit's cgroup (cron.service's, say) belongs to systemd: a child made
+  // in it without Delegate=yes is outside systemd's delegation contract.
+  if (systemd_manages_cgroups() && !delegated(*mount, *cgroup)) {
+    spdlog::debug(
+        "no cgroup of its own for the job: systemd manages {} and has not delegated it "
+        "(Delegate=yes; docs/whole-job.md)",
+        dir);
     return std::nullopt;
   }
   std::string path = dir + "/clock-job-" + std::to_string(getpid());

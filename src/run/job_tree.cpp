@@ -3,6 +3,7 @@
 // the parent pid of every process (/proc/PID/stat).
 #include "run/job_tree.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -132,6 +133,14 @@ std::optional<std::vector<pid_t>> JobTree::members() const {
   return found;
 }
 
+std::optional<std::vector<pid_t>> JobTree::roots() const {
+  if (!m_visible)
+    return std::nullopt;
+  auto found = children_of(m_self);
+  std::erase(found, m_guard);
+  return found;
+}
+
 void JobTree::signal_all(int signo, pid_t skip_group) const {
   if (signo == SIGKILL && m_cgroup)
     m_cgroup->kill();
@@ -141,6 +150,24 @@ void JobTree::signal_all(int signo, pid_t skip_group) const {
         kill(pid, signo);
     }
   }
+}
+
+std::string JobTree::command_of(pid_t pid) {
+  constexpr std::size_t k_longest = 200;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  auto args = util::read_proc_file(dir + "/cmdline").value_or("");
+  while (!args.empty() && args.back() == '\0')
+    args.pop_back();
+  if (!args.empty()) {
+    std::replace(args.begin(), args.end(), '\0', ' ');
+    if (args.size() > k_longest)
+      args = args.substr(0, k_longest) + "…";
+    return args;
+  }
+  auto name = util::read_proc_file(dir + "/comm").value_or("");
+  if (!name.empty() && name.back() == '\n')
+    name.pop_back();
+  return name.empty() ? "?" : "[" + name + "]";
 }
 
 std::string JobTree::describe(const std::vector<pid_t>& pids, std::size_t limit) {

@@ -38,6 +38,11 @@ class JobTree {
   // parent lives is listed too); none when /proc cannot tell.
   std::optional<std::vector<pid_t>> members() const;
 
+  // Once the command is reaped, the processes at the top of what is left:
+  // clock's own children (all the others are their descendants), what
+  // --leftovers names; none when /proc cannot tell.
+  std::optional<std::vector<pid_t>> roots() const;
+
   // Sends `signo` to every process of the job (SIGKILL: first to the job's
   // cgroup, at once and whole, where there is one). A process re-parented to clock
   // cannot be mistaken (its pid stays its own until clock reaps it); one
@@ -47,6 +52,10 @@ class JobTree {
   // whose members must not get the signal twice (a shell's trap would run
   // twice); 0: none.
   void signal_all(int signo, pid_t skip_group = 0) const;
+
+  // A process's command line as `ps -o args` shows it (its arguments joined
+  // by spaces, cut at 200 bytes), else its name ("[sleep]"), else "?".
+  static std::string command_of(pid_t pid);
 
   // "4242 (sleep), 4243 (sh)" for messages: at most `limit` of them, then "…".
   static std::string describe(const std::vector<pid_t>& pids, std::size_t limit = 5);

@@ -55,6 +55,11 @@ LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& renewal,
   keeping.rest_after = store.idle_limit();
   if (keeping.rest_after)
     keeping.rest = [&store] { store.rest(); };
+  keeping.note_leftovers = [&store, renewal, caller](const std::vector<lock::Leftover>& left) {
+    store::LeftoversNote note{renewal, left};
+    note.held.caller = caller();
+    store.note_leftovers(note);
+  };
   return keeping;
 }
 
@@ -72,6 +77,21 @@ void record_killed(store::Store& store, const store::LockRequest& request) {
     store.record_missed_run(request, store::EventKind::killed, std::nullopt);
   } catch (const Error& error) {
     spdlog::warn("could not record the killed run in history: {}", error.what());
+  }
+}
+
+// The processes the command left, with what became of each, on the lease
+// just before its release, which copies them into its history record.
+// Failing to write them changes nothing for the run: a warning.
+void record_leftovers(store::Store& store, const HeldLocks& held, const RunEnd& end) {
+  if (end.leftovers.empty() || end.stopped_for_lost_lease)
+    return;
+  store::LeftoversNote note{held_leases(held), end.leftovers};
+  note.held.caller = held.caller();
+  try {
+    store.note_leftovers(note);
+  } catch (const Error& error) {
+    spdlog::warn("could not record in history what the command left running: {}", error.what());
   }
 }
 
@@ -97,6 +117,7 @@ int release_after_run(store::Store& store, const HeldLocks& held, const RunEnd& 
   // covers the renewal's own round trip).
   if (held.request.ttl > std::chrono::milliseconds(0))
     release.expires_by = end.last_held + held.request.ttl + std::chrono::seconds(1);
+  record_leftovers(store, held, end);
   try {
     store.release(release);
   } catch (const Error& error) {

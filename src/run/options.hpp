@@ -88,6 +88,10 @@ struct LeaseKeeping {
   // for rest_after (a renewal borrows one); empty: nothing to close.
   std::function<void()> rest;
   std::optional<milliseconds> rest_after;
+  // Records on the lease the processes the command left (--leftovers wait,
+  // so that `clock status` shows them); empty: not recorded. Throws like
+  // renew.
+  std::function<void(const std::vector<lock::Leftover>&)> note_leftovers;
 };
 
 }  // namespace clk::run

@@ -41,6 +41,9 @@ constexpr milliseconds k_group_poll = 20ms;
 // Only a safety net: the job's last process is clock's child (clock is its
 // subreaper), so its exit wakes clock with SIGCHLD.
 constexpr milliseconds k_leftovers_poll = 1s;
+// The most leftovers recorded (on the lease, in history): enough to name
+// what a job leaves, bounded against a fork bomb.
+constexpr std::size_t k_leftovers_recorded = 64;
 
 // Why the job is being stopped, if it is.
 enum class Stopping { no, out_of_time, lease_lost, leftovers };
@@ -55,6 +58,7 @@ struct Ending {
   int status;        // what clock exits with
   bool out_of_time;  // --max-runtime stopped the command (and the lease was not lost meanwhile)
   bool lease_lost;   // the command was stopped because the lease was lost
+  std::vector<lock::Leftover> leftovers;  // what the command left, and what became of it
 };
 
 std::string signal_name(int signo) {
@@ -91,7 +95,7 @@ class Supervision {
       m_tree.reap_orphans(m_command_done ? -1 : m_child);
       if (child_status && job_done(*child_status))
         return {finish(*child_status), m_stopping == Stopping::out_of_time,
-                m_stopping == Stopping::lease_lost};
+                m_stopping == Stopping::lease_lost, m_leftovers};
       Clock::time_point now = Clock::now();
       start_heartbeat_when_due(now);
       check_lease(now);
@@ -227,6 +231,8 @@ class Supervision {
     auto left = m_tree.members();
     if (!left)
       return !awaiting_group();  // /proc is not ours: the command's group is all we know
+    if (auto roots = m_tree.roots())
+      track_leftovers(*roots);
     if (left->empty())
       return true;
     if (m_killed) {
@@ -236,6 +242,44 @@ class Supervision {
       leftovers_found(*left, command_status);
     }
     return false;
+  }
+
+  // What the command left and what became of each (the release records it
+  // in history): the processes at the top of what is left (`roots`, clock's
+  // children once the command is reaped; what they fork is theirs and not
+  // named), and each root that appears later as its parent exits. A process
+  // gone since the last look exited by itself if clock was awaiting it,
+  // else clock ended it. While they are awaited, the list is recorded on the
+  // lease too, for `clock status`.
+  void track_leftovers(const std::vector<pid_t>& left) {
+    bool changed = false;
+    auto running = [](const lock::Leftover& leftover) {
+      return leftover.fate == lock::LeftoverFate::running;
+    };
+    for (auto& leftover : m_leftovers) {
+      if (running(leftover) && std::find(left.begin(), left.end(), leftover.pid) == left.end()) {
+        leftover.fate =
+            m_stopping == Stopping::no ? lock::LeftoverFate::waited : lock::LeftoverFate::ended;
+        changed = true;
+      }
+    }
+    for (pid_t pid : left) {
+      if (m_leftovers.size() >= k_leftovers_recorded)
+        break;
+      bool known = std::any_of(m_leftovers.begin(), m_leftovers.end(), [&](const auto& leftover) {
+        return running(leftover) && leftover.pid == pid;
+      });
+      if (!known) {
+        m_leftovers.push_back({pid, JobTree::command_of(pid), lock::LeftoverFate::running});
+        changed = true;
+      }
+    }
+    bool awaited = m_options.leftovers == Leftovers::wait && m_stopping == Stopping::no &&
+                   !m_asked_to_stop && !left.empty();
+    if (changed && awaited && m_heartbeat) {
+      m_heartbeat->start();  // a short job's heartbeat may not have started yet
+      m_heartbeat->note_leftovers(m_leftovers);
+    }
   }
 
   void leftovers_found(const std::vector<pid_t>& left, int command_status) {
@@ -355,6 +399,7 @@ class Supervision {
   bool m_command_done = false;                 // the command itself is reaped
   bool m_leftovers_seen = false;               // leftovers_found() has decided
   bool m_asked_to_stop = false;                // a forwarded signal asked the job to end
+  std::vector<lock::Leftover> m_leftovers;     // what the command left (track_leftovers)
 };
 
 }  // namespace
@@ -391,7 +436,7 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
   terminal.give_to(group);  // the child took it already; this records it
   if (spawned.pid < 0) {
     guard.stand_down();
-    RunEnd end{spawned.status, false, first_renewal_start};
+    RunEnd end{spawned.status, false, first_renewal_start, {}};
     return after_child ? after_child(end) : end.status;
   }
 
@@ -422,8 +467,8 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     stop_command();
     throw;
   }
-  auto [status, out_of_time, lease_lost] = ending;
-  RunEnd end{status, lease_lost, first_renewal_start};
+  RunEnd end{ending.status, ending.lease_lost, first_renewal_start, std::move(ending.leftovers)};
+  const bool out_of_time = ending.out_of_time;
   if (heartbeat) {
     heartbeat->stop();
     end.last_held = heartbeat->last_held();

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <vector>
 
 #include "run/guard.hpp"
 #include "run/options.hpp"
@@ -19,6 +20,9 @@ struct RunEnd {
   // The last moment the lease is known to have been held (Heartbeat::last_held;
   // the grant with --ttl 0): a loss found afterwards happened after it.
   std::chrono::steady_clock::time_point last_held;
+  // The processes the command left running when it exited, with what became
+  // of each (waited for or ended); empty when it left none.
+  std::vector<lock::Leftover> leftovers;
 };
 
 // Runs once the child is gone; returns the status clock exits with.

@@ -123,6 +123,15 @@ struct RenewRequest {
   Caller caller;  // recorded with a refusal
 };
 
+// What a holder reports of the processes its command left running (clock
+// run's --leftovers): recorded on each of its leases, where `status` shows
+// the running ones and the lease's end in history names them all with their
+// fate. `held.ttl` is not used.
+struct LeftoversNote {
+  RenewRequest held;  // the leases and the owner's proof, as a renewal has them
+  std::vector<lock::Leftover> leftovers;
+};
+
 struct ReleaseRequest {
   std::string ns;
   std::vector<lock::Resource> resources;
@@ -270,6 +279,9 @@ struct HistoryEvent {
                                          // process tree: "user@host pid N" of who asked
   std::optional<InTheWay> in_the_way;    // skipped, timed_out
   std::optional<PeriodRun> done_by;      // skipped under --once-per: the run that did the period
+  // The end of a lease (released, forced, expired, lost): what its holder
+  // last reported of the processes its command left (note_leftovers).
+  std::vector<lock::Leftover> leftovers;
 };
 
 struct GcOptions {
@@ -370,6 +382,15 @@ class Store {
   // another process committed); none where it costs a round trip, and a loss
   // is found by the next renewal instead (PostgreSQL).
   virtual std::optional<milliseconds> still_holds_interval() const = 0;
+
+  // Records on each of the owner's leases the processes its command left
+  // (replacing what was recorded before). Acts in the owner's name as
+  // renew() does: a caller whose secret does not prove the owner changes
+  // nothing but history (refused) and gets the refusal_error of not_proven;
+  // a lease this owner no longer holds under its token throws its refusal
+  // (gone, expired, other_token) and changes nothing (the next renewal
+  // records the loss).
+  virtual void note_leftovers(const LeftoversNote& note) = 0;
 
   // Undoes one re-entry of each resource, removing the lease at depth zero.
   // Throws the refusal_error of the first resource this owner does not hold

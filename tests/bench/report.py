@@ -251,9 +251,24 @@ def borrowed(t):
               f"{t.get(key)}", None, None, "0", t.get(key) == 0 and t.get(key, "failed") == 0)
 
 
+def serve(t):
+    t.absolute("9", "`clock serve`: a page load (`/` and its JSON) with 10,000 held resources and 1,000,000 history rows "
+               "(SQLite), a request that reads the database", "serve.page.cold", limit=1000)
+    t.absolute("9", "… a request answered from the refresh period's snapshot", "serve.page.warm")
+    reads = t.get("serve.reads_for_20_pages")
+    if reads is None:
+        t.missing("9", "… database reads for 20 pages at once", ["serve.reads_for_20_pages"])
+    else:
+        t.row("9", "… database reads for 20 pages opened at once", f"{reads:g}", None, None,
+              "≤ 1", reads <= 1)
+    t.absolute("9", "peak RSS of `clock serve` after those", "serve.rss", unit="MiB",
+               limit=30.01)
+    t.absolute("9", "… its RSS between refreshes", "serve.rss.idle", unit="MiB")
+
+
 def render(results, title, notes):
     t = Table(results)
-    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed):
+    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed, serve):
         part(t)
     out = [f"## {title}", ""]
     out += [f"- {note}" for note in notes]

@@ -94,7 +94,7 @@ void Reference::grant(const Step& step, const std::vector<lock::Resource>& resou
     }
     lock::Lease lease{ns,        resources[i], id(step.owner), {},
                       step.mode, step.slots,   ++m_last_token, 1,
-                      {},        {},           std::nullopt};
+                      {},        {},           std::nullopt,   {}};
     record("acquired", lease);
     result.tokens.push_back(lease.token);
     m_leases.push_back({std::move(lease), step.short_ttl, false});

@@ -178,10 +178,12 @@ TEST_SUITE("missed runs") {
     std::string migrations = std::string(CLOCK_TEST_SQL_DIR) + "/sqlite/migrations/";
     auto holder = env.acquire({"-r", "held", "--ttl", "1h"});
     REQUIRE_EXIT(env.clock({"run", "-r", "job", "--", "true"}), 0);  // no expectation yet
-    // Back to version 7: drop what 008 made.
+    // Back to version 7: drop what 008 and later versions made.
     REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" 'DROP TABLE expected_runs; DROP TABLE successes; "
                            "DROP TRIGGER last_success_logs_insert; "
-                           "DROP TRIGGER last_success_logs_update; PRAGMA user_version = 7'",
+                           "DROP TRIGGER last_success_logs_update; "
+                           "ALTER TABLE leases DROP COLUMN leftovers; "
+                           "ALTER TABLE history DROP COLUMN leftovers; PRAGMA user_version = 7'",
                            {{"DB", db.string()}}),
                  0);
     CHECK(env.holders_of("held").size() == 1);

@@ -247,6 +247,7 @@ TEST_SUITE("postgres") {
          {"clock.try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
           "bigint, text, text, timestamptz, boolean, text, text, bigint)",
           "clock.renew(text, text[], uuid, bigint[], bigint, text, text)",
+          "clock.note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)",
           "clock.release(text, text[], uuid, text, text, text, bigint[], boolean)",
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
           "jsonb, text)",

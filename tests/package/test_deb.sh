@@ -196,6 +196,27 @@ if command -v systemd-analyze >/dev/null; then
 else
   skip "systemd-analyze verify (no systemd-analyze)"
 fi
+# --- serve: its unit, installed and not enabled ----------------------------------------
+serve_unit=$fs/lib/systemd/system/clock-serve.service
+check "clock-serve.service in /lib/systemd/system, not enabled (no wants link)" \
+  bash -c 'test -f "$1" && test ! -e "$2/etc/systemd/system/multi-user.target.wants"' _ "$serve_unit" "$fs"
+check "the serve service runs /usr/bin/clock ... serve" grep -Eq '^ExecStart=/usr/bin/clock( .*)? serve$' "$serve_unit"
+check "clock-serve.so is installed beside the other modules" \
+  bash -c 'ls "$1"/usr/lib/*/clock/clock-serve.so' _ "$fs"
+verify_serve_unit() {
+  local dir out rc
+  dir=$(mktemp -d "$root/units.XXXXXX") || return
+  sed "s|/usr/bin/clock|$clock|" "$serve_unit" >"$dir/clock-serve.service"
+  out=$(systemd-analyze verify --man=no "$dir/clock-serve.service" 2>&1)
+  rc=$?
+  [[ -z $out ]] || echo "$out"
+  [[ $rc -eq 0 && -z $out ]]
+}
+if command -v systemd-analyze >/dev/null; then
+  check "systemd-analyze verify accepts clock-serve.service" verify_serve_unit
+else
+  skip "systemd-analyze verify of clock-serve.service (no systemd-analyze)"
+fi
 check "the cron alternative is an example, not in /etc/cron.d" \
   bash -c 'test -f "$1/usr/share/doc/clock/examples/cron.d/clock-gc" && test ! -e "$1/etc/cron.d"' _ "$fs"
 

@@ -29,7 +29,8 @@ Lease lease(const OwnerId& owner, std::string_view resource, Mode mode = Mode::e
                .mode = mode,
                .slots = slots,
                .token = token,
-               .expires_at = std::nullopt};
+               .expires_at = std::nullopt,
+               .leftovers = {}};
 }
 
 Waiter waiter(const OwnerId& owner, std::string_view resource, Mode mode = Mode::exclusive,

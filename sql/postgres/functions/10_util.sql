@@ -117,9 +117,9 @@ LANGUAGE plpgsql AS $$
 BEGIN
   IF coalesce(cardinality(p_gone), 0) = 0 THEN RETURN 0; END IF;
   INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                host, ip, pid, user_name, command)
+                                host, ip, pid, user_name, command, leftovers)
   SELECT expires_at, 'expired', namespace, resource, owner, mode, token,
-         expires_at - acquired_at, host, ip, pid, user_name, command
+         expires_at - acquired_at, host, ip, pid, user_name, command, leftovers
   FROM unnest(p_gone);
   PERFORM @schema@.notify_lost(array(SELECT owner FROM unnest(p_gone)));
   RETURN cardinality(p_gone);
@@ -203,17 +203,21 @@ $$;
 
 -- Records the end (or start) of a lease in history. An 'acquired' record
 -- keeps the lease's secret hash, so that a renewal that finds the lease gone
--- later records 'lost' only for the owner that held it (renew()).
+-- later records 'lost' only for the owner that held it (renew()); the end
+-- of a lease keeps what its holder reported its command left
+-- (note_leftovers()).
 CREATE OR REPLACE FUNCTION @schema@.record_event(p_event text, p_at timestamptz, l @schema@.leases,
                                       p_held_for interval, p_forced_by text DEFAULT '')
 RETURNS void
 LANGUAGE sql
 AS $$
   INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                host, ip, pid, user_name, command, forced_by, secret_hash)
+                                host, ip, pid, user_name, command, forced_by, secret_hash,
+                                leftovers)
   VALUES (p_at, p_event, l.namespace, l.resource, l.owner, l.mode, l.token, p_held_for,
           l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by,
-          CASE WHEN p_event = 'acquired' THEN l.secret_hash END)
+          CASE WHEN p_event = 'acquired' THEN l.secret_hash END,
+          CASE WHEN p_event IN ('released', 'forced', 'expired', 'lost') THEN l.leftovers END)
 $$;
 
 -- Who was in the way of a blocked attempt, for the record of a run that did

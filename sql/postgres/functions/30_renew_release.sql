@@ -110,6 +110,76 @@ BEGIN
                             'expires_at', @schema@.usec(v_expires));
 END $$;
 
+-- Records on each of the owner's leases of p_resources the processes its
+-- command left running (p_leftovers: a JSON array of {"pid", "command",
+-- "fate"}; NULL or [] clears it), which status_rows() shows and the lease's
+-- end copies into history (record_event). In the owner's name, as renew():
+-- when p_secret does not prove the owner id (owner_refuses()) nothing
+-- changes but history ('refused' with p_by) and every resource is refused
+-- as 'not_proven'; a lease gone, expired or under another token than
+-- p_tokens is refused ('gone', 'expired', 'token') and nothing is written
+-- (the next renewal records the loss). All or none. Returns
+-- {"outcome": "noted", "now"} or {"outcome": "not_owner", "lost", "now"}.
+CREATE OR REPLACE FUNCTION @schema@.note_leftovers(p_namespace text, p_resources text[],
+                                                   p_owner uuid, p_tokens bigint[],
+                                                   p_leftovers jsonb, p_secret text, p_by text)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET lock_timeout = '5s'
+AS $$
+DECLARE
+  v_now timestamptz;
+  v_lost jsonb := '[]';
+  v_leftovers jsonb;
+  l @schema@.leases;
+BEGIN
+  PERFORM @schema@.check_names(p_namespace, p_resources);
+  IF p_owner IS NULL OR p_tokens IS NULL
+     OR (cardinality(p_tokens) > 0 AND cardinality(p_tokens) <> cardinality(p_resources))
+     OR (p_leftovers IS NOT NULL AND jsonb_typeof(p_leftovers) <> 'array') THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'note_leftovers: invalid owner, tokens (one per resource, or none) or leftovers '
+                '(a JSON array)';
+  END IF;
+  v_leftovers := CASE WHEN jsonb_array_length(coalesce(p_leftovers, '[]')) = 0 THEN NULL
+                      ELSE p_leftovers END;
+  PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
+  v_now := clock_timestamp();  -- after the locks: see 20_acquire.sql
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.record_refused(v_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL,
+                                    NULL, NULL, NULL, p_by);
+    RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
+                              'lost', (SELECT jsonb_agg(jsonb_build_object('resource', r,
+                                                                           'reason', 'not_proven')
+                                                        ORDER BY n)
+                                       FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)));
+  END IF;
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    SELECT * INTO l FROM @schema@.leases
+    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner
+    FOR UPDATE;
+    IF NOT FOUND THEN
+      v_lost := v_lost || jsonb_build_object('resource', p_resources[i], 'reason', 'gone');
+    ELSIF l.token <> p_tokens[i] THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'token');
+    ELSIF l.expires_at <= v_now THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'expired');
+    ELSIF NOT @schema@.proves(l.secret_hash, p_secret) THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'not_proven');
+      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
+    END IF;
+  END LOOP;
+  IF jsonb_array_length(v_lost) > 0 THEN
+    RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
+                              'lost', v_lost);
+  END IF;
+  UPDATE @schema@.leases SET leftovers = v_leftovers
+  WHERE namespace = p_namespace AND resource = ANY (p_resources) AND owner = p_owner;
+  RETURN jsonb_build_object('outcome', 'noted', 'now', @schema@.usec(v_now));
+END $$;
+
 -- Releases the caller's own leases of p_resources: each held once is removed
 -- and recorded as 'released', each re-entered has its depth decreased; a
 -- lease found expired is removed, recorded as 'expired' and refused. Wakes
@@ -170,11 +240,13 @@ BEGIN
     RETURNING * INTO l;  -- (namespace, resource, owner) is the key: one row or none
     IF FOUND THEN
       INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
-                                    held_for, host, ip, pid, user_name, command, forced_by)
+                                    held_for, host, ip, pid, user_name, command, forced_by,
+                                    leftovers)
       VALUES (v_now, 'released', l.namespace, l.resource, l.owner, l.mode, l.token,
               v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command,
               CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
-                   ELSE coalesce(p_by, '') END);
+                   ELSE coalesce(p_by, '') END,
+              l.leftovers);
       IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       -- The waiters to wake, as notify_heads() finds them, in the two usual
       -- cases without it: one live queue entry in the hierarchy (a job
@@ -291,10 +363,10 @@ BEGIN
       RETURNING *),
     recorded AS (
       INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
-                                    host, ip, pid, user_name, command, forced_by)
+                                    host, ip, pid, user_name, command, forced_by, leftovers)
       SELECT v_now, CASE WHEN expires_at <= v_now THEN 'expired' ELSE 'forced' END, namespace,
              resource, owner, mode, token, v_now - acquired_at, host, ip, pid, user_name, command,
-             CASE WHEN expires_at <= v_now THEN '' ELSE coalesce(p_forced_by, '') END
+             CASE WHEN expires_at <= v_now THEN '' ELSE coalesce(p_forced_by, '') END, leftovers
       FROM gone
       RETURNING owner)
     SELECT count(*), array_agg(owner) INTO v_count, v_owners FROM recorded;

@@ -24,14 +24,15 @@
 -- waiter ('waiter': token is its queue position, at1 since) and per counted
 -- outcome of the resource's runs ('runs': mode is the outcome, token the
 -- count, from run_counts, which gc does not prune); db_user is the login
--- that wrote a holder's or waiter's row (NULL before migration 012). Instants are
+-- that wrote a holder's or waiter's row (NULL before migration 012);
+-- leftovers, a holder's note_leftovers() list as JSON text. Instants are
 -- UTC, 'YYYY-MM-DD HH:MM:SS[.ffffff]' (DateStyle ISO is set for the casts).
 -- Unordered: the client sorts.
 CREATE OR REPLACE FUNCTION @schema@.status_rows(p_namespace text, p_prefix text, p_include_expired boolean)
 RETURNS TABLE (kind text, namespace text, resource text, owner uuid, mode text, slots integer,
                token bigint, depth integer, at1 text, at2 text, at3 text, expired boolean,
                host text, ip text, pid bigint, user_name text, command text, started text,
-               db_user text)
+               db_user text, leftovers text)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -40,14 +41,14 @@ AS $$
   WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
   SELECT 'now', NULL, NULL, NULL::uuid, NULL, NULL::integer, NULL::bigint, NULL::integer,
          (n.now AT TIME ZONE 'UTC')::text, NULL, NULL, NULL::boolean, NULL, NULL, NULL::bigint,
-         NULL, NULL, NULL, NULL
+         NULL, NULL, NULL, NULL, NULL
   FROM n
   UNION ALL
   SELECT 'holder', l.namespace, l.resource, l.owner, l.mode, l.slots, l.token, l.depth,
          (l.acquired_at AT TIME ZONE 'UTC')::text, (l.renewed_at AT TIME ZONE 'UTC')::text,
          (l.expires_at AT TIME ZONE 'UTC')::text, coalesce(l.expires_at <= n.now, false),
          l.host, l.ip, l.pid, l.user_name, l.command,
-         (l.owner_started_at AT TIME ZONE 'UTC')::text, l.db_user
+         (l.owner_started_at AT TIME ZONE 'UTC')::text, l.db_user, l.leftovers::text
   FROM @schema@.leases l, n
   WHERE (p_namespace IS NULL OR l.namespace = p_namespace)
     AND (p_prefix IS NULL OR l.resource = p_prefix
@@ -56,7 +57,7 @@ AS $$
   UNION ALL
   SELECT 'waiter', w.namespace, w.resource, w.owner, w.mode, w.slots, w.position, NULL,
          (w.enqueued_at AT TIME ZONE 'UTC')::text, NULL, NULL, NULL, w.host, w.ip, w.pid,
-         w.user_name, w.command, (w.owner_started_at AT TIME ZONE 'UTC')::text, w.db_user
+         w.user_name, w.command, (w.owner_started_at AT TIME ZONE 'UTC')::text, w.db_user, NULL
   FROM @schema@.waiters w, n
   WHERE (p_namespace IS NULL OR w.namespace = p_namespace)
     AND (p_prefix IS NULL OR w.resource = p_prefix
@@ -65,7 +66,7 @@ AS $$
   UNION ALL
   SELECT 'runs', c.namespace, c.resource, NULL::uuid, c.outcome, NULL::integer, c.count,
          NULL::integer, NULL, NULL, NULL, NULL::boolean, NULL, NULL, NULL::bigint, NULL, NULL,
-         NULL, NULL
+         NULL, NULL, NULL
   FROM @schema@.run_counts c
   WHERE (p_namespace IS NULL OR c.namespace = p_namespace)
     AND (p_prefix IS NULL OR c.resource = p_prefix
@@ -86,7 +87,7 @@ AS $$
            'resource', h.resource, 'owner', h.owner, 'mode', h.mode, 'token', h.token,
            'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
            'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
-           'by', h.forced_by, 'db_user', h.db_user,
+           'by', h.forced_by, 'db_user', h.db_user, 'leftovers', h.leftovers,
            'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL
                                AND h.done_by_started_at IS NULL THEN jsonb_build_object(
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,

@@ -32,6 +32,7 @@ class MariadbStore : public Store {
   bool still_holds(const RenewRequest&) override { not_finished("lease watch"); }
   std::optional<milliseconds> still_holds_interval() const override { return std::nullopt; }
   std::vector<Released> release(const ReleaseRequest&) override { not_finished("release"); }
+  void note_leftovers(const LeftoversNote&) override { not_finished("recording leftovers"); }
   void expect_runs(const Expectation&) override { not_finished("expected runs"); }
   ExpectedRuns expected_runs(const ExpectedQuery&) override { not_finished("expected runs"); }
   Snapshot status(const StatusQuery&) override { not_finished("status"); }

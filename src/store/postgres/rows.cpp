@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
+#include "store/leftovers_json.hpp"
 #include "store/postgres/connection.hpp"
 
 namespace clk::store::postgres {
@@ -95,7 +96,8 @@ lock::Lease lease_of(const json& row) {
           .depth = static_cast<int>(integer_of(row.at("depth"))),
           .acquired_at = instant_of(row.at("acquired_at")),
           .renewed_at = instant_of(row.at("renewed_at")),
-          .expires_at = optional_instant_of(row.at("expires_at"))};
+          .expires_at = optional_instant_of(row.at("expires_at")),
+          .leftovers = {}};
 }
 
 lock::Waiter waiter_of(const json& row) {
@@ -252,7 +254,8 @@ AcquireReply parse_acquire(const std::string& text) {
 
 std::vector<Refused> parse_renew(const std::string& text) {
   return reading(text, [](const json& reply) {
-    if (text_of(reply.at("outcome")) == "renewed")
+    auto outcome = text_of(reply.at("outcome"));
+    if (outcome == "renewed" || outcome == "noted")
       return std::vector<Refused>{};
     return refusals_of(reply.at("lost"));
   });
@@ -300,6 +303,7 @@ enum StatusColumn {
   k_command,
   k_started,
   k_db_user,
+  k_leftovers,
 };
 
 // Days from 1970-01-01 to a date of the proleptic Gregorian calendar
@@ -407,7 +411,10 @@ void StatusRows::add(const RowView& row) {
                                   .depth = static_cast<int>(integer_at(row, k_depth)),
                                   .acquired_at = instant_at(row, k_at1),
                                   .renewed_at = instant_at(row, k_at2),
-                                  .expires_at = expires});
+                                  .expires_at = expires,
+                                  .leftovers = {}});
+    if (row.at(k_leftovers))
+      m_snapshot.holders.back().leftovers = decode_leftovers(text_at(row, k_leftovers));
     m_snapshot.holder_expired.push_back(text_at(row, k_expired) == "t");
   } else if (kind == "waiter") {
     m_snapshot.waiters.push_back({.ns = text_at(row, k_namespace),
@@ -484,8 +491,11 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
                          .held_for = held_for,
                          .by = text_of(row.at("by")),
                          .in_the_way = in_the_way_of(row),
-                         .done_by = std::nullopt};
+                         .done_by = std::nullopt,
+                         .leftovers = {}};
       event.done_by = done_by_of(row, event.resource);
+      if (row.contains("leftovers"))
+        event.leftovers = leftovers_of(row.at("leftovers"));
       events.push_back(std::move(event));
     }
     return events;

@@ -31,7 +31,8 @@ struct AcquireReply {
 };
 AcquireReply parse_acquire(const std::string& json);
 
-// renew(): empty when renewed, else the resources lost (gone, expired, other_token).
+// renew() and note_leftovers(): empty when done, else the resources lost
+// (gone, expired, other_token) or not proven.
 std::vector<Refused> parse_renew(const std::string& json);
 
 // release() and force_release().

@@ -51,14 +51,17 @@ const Replaced k_replaced_functions[] = {
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
       "text, text, timestamptz, boolean, text, text, bigint)",
       "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb, "
-      "text)"}},
+      "text)",
+      "expect_runs(text, text[], bigint, uuid, text, text)"}},
     // --once-per (migration 009), the owner's secret and who asks (010).
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz, boolean)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean, text, text, bigint)"}},
+      "text, text, timestamptz, boolean, text, text, bigint)",
+      "expect_runs(text, text[], bigint, uuid, text, text)"}},
     {"renew(text, text[], uuid, bigint[], bigint)",
-     {"renew(text, text[], uuid, bigint[], bigint, text, text)"}},
+     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
+      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"}},
     {"release(text, text[], uuid)",
      {"release(text, text[], uuid, text, text, text, bigint[], boolean)"}},
     {"history(text, text, integer)", {"history(text, text, integer, text)"}},
@@ -69,14 +72,32 @@ const Replaced k_replaced_functions[] = {
       "text)"}},
     // Same arguments, a column more (db_user, 012): a function's result type
     // changes only by dropping it, so it is dropped and re-granted each time
-    // the functions are applied. Whoever may read the status may also declare
-    // and read expected periods (014): a least-privilege role keeps status,
-    // and gains missed runs, without roles.sql being run again.
+    // the functions are applied. Whoever may read the status may also read
+    // expected periods (014): a least-privilege role keeps status, and gains
+    // missed runs, without roles.sql being run again.
     {"status_rows(text, text, boolean)",
-     {"status_rows(text, text, boolean)", "expect_runs(text, text[], bigint, uuid, text, text)",
-      "expected_rows(text, text, bigint)"}},
+     {"status_rows(text, text, boolean)", "expected_rows(text, text, bigint)"}},
     // Only the holder declares a period, with its secret.
     {"expect_runs(text, text[], bigint)", {"expect_runs(text, text[], bigint, uuid, text, text)"}},
+};
+
+// New functions that every role that may execute an existing one may
+// execute too, so that a least-privilege role (sql/postgres/roles.sql)
+// gains them at the upgrade without roles.sql being run again. The
+// existing function stays as it is.
+struct GrantedBeside {
+  std::string_view existing;
+  std::string_view added;
+};
+// Whoever may renew may record its leftovers (migration 015); whoever may
+// acquire may declare the expected period of what it holds (014), and a
+// reader of the status (clock_reader) may not.
+constexpr GrantedBeside k_granted_beside[] = {
+    {"renew(text, text[], uuid, bigint[], bigint, text, text)",
+     "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"},
+    {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
+     "text, text, timestamptz, boolean, text, text, bigint)",
+     "expect_runs(text, text[], bigint, uuid, text, text)"},
 };
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
@@ -193,6 +214,15 @@ std::string functions_block(const std::string& schema) {
           " AND a.grantee <> p.proowner);\n";
     }
     block += "    DROP FUNCTION IF EXISTS " + old_function + ";\n";
+  }
+  for (const auto& beside : k_granted_beside) {
+    block += "    v_grantees := v_grantees || ARRAY(SELECT quote_ident(r.rolname) || chr(31) || '" +
+             q + "." + std::string(beside.added) +
+             "' FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r"
+             " WHERE p.oid = to_regprocedure('" +
+             q + "." + std::string(beside.existing) +
+             "') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
+             " AND a.grantee <> p.proowner);\n";
   }
   for (const auto& file : sql::postgres_functions()) {
     block += "    -- " + std::string(file.name) + "\n    EXECUTE " +

@@ -16,6 +16,7 @@
 
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
+#include "store/leftovers_json.hpp"
 #include "store/postgres/connection.hpp"
 #include "store/postgres/expected_rows.hpp"
 #include "store/postgres/privileges.hpp"
@@ -449,6 +450,20 @@ void PostgresStore::renew(const RenewRequest& request) {
       pg::Retry::if_broken));
   if (!lost.empty())
     throw refusal_error(Operation::renew, lost.front(), request.owner);
+}
+
+void PostgresStore::note_leftovers(const LeftoversNote& note) {
+  const auto& held = note.held;
+  m_impl->patience(k_renew_patience);
+  // Writing the same list twice is harmless: retried after a dropped connection.
+  auto lost = pg::parse_renew(m_impl->call(
+      "recording the leftovers", "note_leftovers",
+      "$1, $2::text[], $3::uuid, $4::bigint[], $5::jsonb, $6, $7",
+      {held.ns, text_array(held.resources), held.owner.str(), bigint_array(held.tokens),
+       encode_leftovers(note.leftovers), held.secret, describe(held.caller)},
+      pg::Retry::if_broken));
+  if (!lost.empty())
+    throw refusal_error(Operation::renew, lost.front(), held.owner);
 }
 
 std::optional<milliseconds> PostgresStore::still_holds_interval() const {

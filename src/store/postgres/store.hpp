@@ -52,6 +52,7 @@ class PostgresStore final : public Store {
   // first attempt left unknown); clock run's heartbeat then retries on its
   // own schedule.
   void renew(const RenewRequest& request) override;
+  void note_leftovers(const LeftoversNote& note) override;
   // A read of the status function per resource: a round trip each, so it is
   // asked only when the lease watch (options.watch_lease) heard of a loss or
   // cannot tell; without the watch still_holds_interval() is none and a loss

@@ -129,12 +129,13 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
                     1,
                     sqlite::instant_of(now),
                     sqlite::instant_of(now),
-                    std::nullopt};
+                    std::nullopt,
+                    {}};
   if (auto expires = expiry(request.ttl, now))
     lease.expires_at = sqlite::instant_of(*expires);
   auto stmt = m_db.prepare("INSERT INTO leases (" CLOCK_LEASE_COLUMNS
                            ", secret_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9, ?10,"
-                           " ?11, ?12, ?13, ?14, ?15, ?17, ?16)");
+                           " ?11, ?12, ?13, ?14, ?15, ?17, NULL, ?16)");
   stmt.bind(1, request.ns)
       .bind(2, resource.str())
       .bind(3, request.owner.str())

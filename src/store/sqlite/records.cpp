@@ -1,6 +1,7 @@
 // The SQLite store's history records: grants, releases, expiries, refusals,
 // runs that did not happen and the latest successful run of a resource.
 #include "error.hpp"
+#include "store/leftovers_json.hpp"
 #include "store/sqlite/sqlite_store.hpp"
 #include "util/process_facts.hpp"
 
@@ -16,8 +17,14 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
                          const std::optional<std::string>& acquired_hash) {
   auto stmt = m_db.prepare(
       "INSERT INTO history (at, event, namespace, resource, owner, mode, token, held_ms, host, ip,"
-      " pid, user, command, by, secret_hash, db_user) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-      " ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+      " pid, user, command, by, secret_hash, db_user, leftovers) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+      " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+  // The end of a lease names what its holder reported its command left.
+  std::optional<std::string> leftovers;
+  bool ends_lease = kind == EventKind::released || kind == EventKind::forced ||
+                    kind == EventKind::expired || kind == EventKind::lost;
+  if (ends_lease && !lease.leftovers.empty())
+    leftovers = encode_leftovers(lease.leftovers);
   stmt.bind(1, at)
       .bind(2, to_string(kind))
       .bind(3, lease.ns)
@@ -33,7 +40,8 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
       .bind(13, lease.info.command)
       .bind(14, by)
       .bind_text_or_null(15, acquired_hash)
-      .bind(16, util::user_name());
+      .bind(16, util::user_name())
+      .bind_text_or_null(17, leftovers);
   stmt.run();
 }
 

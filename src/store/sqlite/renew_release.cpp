@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "error.hpp"
+#include "store/leftovers_json.hpp"
 #include "store/sqlite/sqlite_store.hpp"
 #include "util/process_facts.hpp"
 
@@ -80,6 +81,56 @@ void SqliteStore::renew(const RenewRequest& request) {
   tx.commit();
 }
 
+// As renew(): the owner's proof first, then each lease must be live under
+// its token; only then is the list written, on every lease or none.
+void SqliteStore::note_leftovers(const LeftoversNote& note) {
+  const auto& held = note.held;
+  WriteTransaction tx(m_db);
+  auto now = now_ms();
+  if (!proves_owner(held.owner, held.secret)) {
+    record_refused(held.ns, held.resources, held.owner, std::nullopt, {}, describe(held.caller),
+                   now);
+    tx.commit();
+    throw refusal_error(Operation::renew, {Refusal::not_proven, held.resources.front()},
+                        held.owner);
+  }
+  auto find = m_db.prepare("SELECT " CLOCK_LEASE_COLUMNS
+                           " FROM leases WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  for (std::size_t i = 0; i < held.resources.size(); ++i) {
+    const auto& resource = held.resources[i];
+    find.bind(1, held.ns).bind(2, resource.str()).bind(3, held.owner.str());
+    std::optional<LeaseRow> row;
+    if (find.step())
+      row = sqlite::read_lease(find);
+    find.reset();
+    if (!row)
+      throw refusal_error(Operation::renew, {Refusal::gone, resource}, held.owner);
+    if (!held.tokens.empty() && row->lease.token != held.tokens[i])
+      throw refusal_error(Operation::renew, {Refusal::other_token, resource}, held.owner);
+    if (row->lease.expires_at && sqlite::ms_of(*row->lease.expires_at) <= now)
+      throw refusal_error(Operation::renew, {Refusal::expired, resource}, held.owner);
+    if (!proves(row->lease, held.secret)) {
+      record(EventKind::refused, row->lease, now, std::nullopt, describe(held.caller));
+      tx.commit();
+      throw refusal_error(Operation::renew, {Refusal::not_proven, resource}, held.owner);
+    }
+  }
+  std::optional<std::string> leftovers;
+  if (!note.leftovers.empty())
+    leftovers = encode_leftovers(note.leftovers);
+  auto update = m_db.prepare(
+      "UPDATE leases SET leftovers = ?4 WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
+  for (const auto& resource : held.resources) {
+    update.bind(1, held.ns)
+        .bind(2, resource.str())
+        .bind(3, held.owner.str())
+        .bind_text_or_null(4, leftovers);
+    update.run();
+    update.reset();
+  }
+  tx.commit();
+}
+
 // Polled every few hundred ms by a holder, so it reads PRAGMA data_version
 // (microseconds) and re-reads the leases only when another process committed
 // since they were last found held: our own commits do not change it. An
@@ -116,7 +167,7 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   std::vector<Refused> failures;
   // Each lease comes with whether the secret proves its ownership, as
   // proves() would answer, from the same statement.
-  constexpr int k_proven_column = 18;  // after the CLOCK_LEASE_COLUMNS
+  constexpr int k_proven_column = 19;  // after the CLOCK_LEASE_COLUMNS
   struct Found {
     LeaseRow row;
     bool proven;

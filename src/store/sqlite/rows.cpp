@@ -1,6 +1,8 @@
 // Row mapping for the SQLite store.
 #include "store/sqlite/rows.hpp"
 
+#include "store/leftovers_json.hpp"
+
 namespace clk::store::sqlite {
 
 lock::Instant instant_of(std::int64_t ms) {
@@ -32,6 +34,7 @@ LeaseRow read_lease(const Statement& row) {
                    .acquired_at = instant_of(row.integer(7)),
                    .renewed_at = instant_of(row.integer(8)),
                    .expires_at = std::nullopt,
+                   .leftovers = {},
                },
                row.text(16)};
   if (auto expires = row.optional_integer(9))
@@ -39,6 +42,7 @@ LeaseRow read_lease(const Statement& row) {
   out.lease.info = {row.text(10), row.text(11), row.integer(12),
                     row.text(13), row.text(14), instant_of(row.integer(15)),
                     row.text(17)};
+  out.lease.leftovers = decode_leftovers(row.text(18));
   return out;
 }
 
@@ -84,7 +88,9 @@ HistoryEvent read_history(const Statement& row) {
                      .held_for = std::nullopt,
                      .by = row.text(14),
                      .in_the_way = std::nullopt,
-                     .done_by = std::nullopt};
+                     .done_by = std::nullopt,
+                     .leftovers = {}};
+  event.leftovers = decode_leftovers(row.text(20));
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
   // A run whose period was done names that run where a busy one names the holder.

@@ -11,13 +11,15 @@
 // Column lists as macros so that every query stays one constant string.
 #define CLOCK_LEASE_COLUMNS                                                          \
   "namespace, resource, owner, mode, slots, token, depth, acquired_at, renewed_at, " \
-  "expires_at, host, ip, pid, user, command, owner_started_at, request_id, db_user"
+  "expires_at, host, ip, pid, user, command, owner_started_at, request_id, db_user, leftovers"
 #define CLOCK_WAITER_COLUMNS                                                              \
   "namespace, resource, owner, mode, slots, position, enqueued_at, host, ip, pid, user, " \
   "command, owner_started_at, request_id, expires_at, db_user"
 #define CLOCK_HISTORY_COLUMNS                                                              \
   "id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip, pid, user, " \
-  "command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at, db_user"
+  "command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at, " \
+  "db_user, "                                                                              \
+  "leftovers"
 
 namespace clk::store::sqlite {
 

@@ -77,6 +77,7 @@ class SqliteStore final : public Store {
   void wait_for_change(steady_clock::time_point until) override;
   void renew(const RenewRequest& request) override;
   bool still_holds(const RenewRequest& held) override;
+  void note_leftovers(const LeftoversNote& note) override;
   std::optional<milliseconds> still_holds_interval() const override { return milliseconds(200); }
   std::vector<Released> release(const ReleaseRequest& request) override;
   // Missed runs: store/sqlite/expected_runs.cpp.

@@ -1,0 +1,48 @@
+/* The entry points of clock-serve.so (module/serve_module.cpp), which
+   serve/http_module.cpp loads with dlopen. Plain C types only: the module
+   shares no C++ type with clock; it moves bytes between sockets and the
+   handler that clock passes in. */
+#pragma once
+
+#include <stddef.h>
+
+#define CLOCK_SERVE_ABI "clock-serve 1"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "clock-serve 1": the module's version of this interface. */
+extern const char clock_serve_module_abi[];
+
+/* One GET or HEAD request: the path without its query, the decoded query
+   parameters as name/value pairs (params[2i], params[2i+1]), and the
+   Authorization header ("" when absent). */
+struct clock_serve_request {
+  const char* path;
+  const char* const* params;
+  size_t param_count;
+  const char* authorization;
+};
+
+/* What the handler answers. A 401 gets `WWW-Authenticate: Basic`. */
+typedef void (*clock_serve_reply)(void* sink, int status, const char* content_type,
+                                  const char* body, size_t body_size);
+
+/* Called on the module's worker threads, several at a time: the handler is
+   thread-safe. It calls `reply` once before returning. */
+typedef void (*clock_serve_handler)(void* context, const struct clock_serve_request* request,
+                                    clock_serve_reply reply, void* sink);
+
+/* Binds host:port (port 0: any free port) and returns a server, or NULL
+   with a one-line reason in `error`. *bound_port receives the port. */
+void* clock_serve_open(const char* host, int port, int threads, clock_serve_handler handler,
+                       void* context, int* bound_port, char* error, size_t error_size);
+/* Serves until clock_serve_stop (from another thread). Returns 0, or -1. */
+int clock_serve_run(void* server);
+void clock_serve_stop(void* server);
+void clock_serve_close(void* server);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,87 @@
+#include "serve/site.hpp"
+
+#include <charconv>
+
+#include "error.hpp"
+#include "serve/page.hpp"
+#include "util/duration.hpp"
+
+namespace clk::serve {
+
+namespace {
+
+constexpr const char* k_json = "application/json; charset=utf-8";
+constexpr const char* k_text = "text/plain; charset=utf-8";
+// The Prometheus text exposition format, version 0.0.4.
+constexpr const char* k_metrics = "text/plain; version=0.0.4; charset=utf-8";
+constexpr int k_history_max = 10000;
+
+Reply bad_request(const std::string& why) {
+  return {400, k_text, why + "\n"};
+}
+
+// /history.json?resource=PREFIX&since=DURATION&limit=N&event=KIND
+Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& request) {
+  store::HistoryQuery query;
+  query.ns = options.ns;
+  std::optional<std::chrono::milliseconds> since_ago;
+  for (const auto& [name, value] : request.params) {
+    if (name == "resource" && !value.empty()) {
+      try {
+        query.prefix = lock::Resource::parse(value);
+      } catch (const Error& error) {
+        return bad_request(std::string("resource: ") + error.what());
+      }
+    } else if (name == "since" && !value.empty()) {
+      since_ago = util::parse_duration(value);
+      if (!since_ago)
+        return bad_request("since: a duration before now is expected (90s, 5m, 2h, 1d)");
+    } else if (name == "limit") {
+      int limit = 0;
+      auto [end, problem] = std::from_chars(value.data(), value.data() + value.size(), limit);
+      if (problem != std::errc() || end != value.data() + value.size() || limit < 1 ||
+          limit > k_history_max)
+        return bad_request("limit: a number from 1 to " + std::to_string(k_history_max));
+      query.limit = limit;
+    } else if (name == "event" && !value.empty()) {
+      query.event = store::event_kind_of(value);
+      if (!query.event)
+        return bad_request(
+            "event: acquired, released, expired, forced, lost, skipped, "
+            "timed_out, killed or refused");
+    }
+  }
+  std::optional<lock::Instant> since;
+  if (since_ago) {
+    // Against the database's clock, as every instant in history.
+    since = snapshots.current()->now - *since_ago;
+  }
+  return {200, k_json, snapshots.history_json(query, since)};
+}
+
+}  // namespace
+
+Reply answer(Snapshots& snapshots, const SiteOptions& options, const Request& request) {
+  if (request.path == "/healthz") {
+    // Answers whether the database could be read: the read throws (503) if not.
+    snapshots.current();
+    return {200, k_text, "ok\n"};
+  }
+  if (options.auth && !options.auth->allows(request.authorization))
+    return {401, k_text, "authentication required\n"};
+  if (request.path == "/")
+    return {200, "text/html; charset=utf-8", render_page(options.refresh)};
+  if (request.path == "/status.json")
+    return {200, k_json, snapshots.current()->status_json};
+  if (request.path == "/timeline.json")
+    return {200, k_json, snapshots.current()->timeline_json};
+  if (request.path == "/metrics")
+    return {200, k_metrics, snapshots.current()->metrics};
+  if (request.path == "/history.json")
+    return history(snapshots, options, request);
+  return {404, k_text,
+          "not found: the pages are /, /status.json, /history.json, "
+          "/timeline.json, /metrics and /healthz\n"};
+}
+
+}  // namespace clk::serve

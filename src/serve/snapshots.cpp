@@ -1,0 +1,118 @@
+// The refresh: status and expected runs as `clock status` reads them, and
+// one bounded page of history (the newest events, by the primary key)
+// for the timeline.
+#include "serve/snapshots.hpp"
+
+#include <malloc.h>
+
+#include <spdlog/spdlog.h>
+
+#include "output/render.hpp"
+#include "serve/timeline.hpp"
+
+namespace clk::serve {
+
+namespace {
+
+// /history.json's queries remembered per refresh: enough for a few pages'
+// worth of different filters, bounded whatever clients send.
+constexpr std::size_t k_remembered_histories = 64;
+
+std::string history_key(const store::HistoryQuery& query, std::optional<lock::Instant> since) {
+  std::string key = query.ns.value_or("\x01") + "\x02";
+  key += query.prefix ? query.prefix->str() : "";
+  key += "\x02" + std::to_string(query.limit) + "\x02";
+  key += query.event ? std::string(store::to_string(*query.event)) : "";
+  key += "\x02" + (since ? std::to_string(since->time_since_epoch().count()) : "");
+  return key;
+}
+
+}  // namespace
+
+Snapshots::Snapshots(OpenStore open, SnapshotOptions options)
+    : m_open(std::move(open)), m_options(std::move(options)) {}
+
+std::shared_ptr<const View> Snapshots::current() {
+  std::lock_guard lock(m_mutex);
+  if (!m_view || std::chrono::steady_clock::now() - m_view->taken >= m_options.refresh) {
+    // Requests still answering from the old view keep it; this one no longer
+    // does, so that at most one old and one new view are in memory.
+    m_view.reset();
+    m_view = read();
+    // The read's transient allocations (rows, JSON trees) go back to the
+    // system, not kept by malloc for the next period.
+    malloc_trim(0);
+    m_histories.clear();
+  }
+  return m_view;
+}
+
+std::shared_ptr<const View> Snapshots::read() {
+  if (!m_store)
+    m_store = m_open();
+  // A PostgreSQL connection is borrowed per read, not held between them.
+  m_store->rest();
+  const auto started = std::chrono::steady_clock::now();
+  auto view = std::make_shared<View>();
+  store::StatusQuery status_query;
+  status_query.ns = m_options.ns;
+  auto snapshot = m_store->status(status_query);
+  snapshot.expected = m_store->expected_runs({m_options.ns, std::nullopt, std::nullopt});
+  store::HistoryQuery recent;
+  recent.ns = m_options.ns;
+  recent.limit = m_options.timeline_events;
+  auto events = m_store->history(recent);
+  ++m_reads;
+  view->taken = std::chrono::steady_clock::now();
+  view->now = snapshot.now;
+  view->status_json = output::render_status(snapshot, output::Format::json);
+  view->metrics = output::render_status(snapshot, output::Format::prometheus);
+  // The widest zoom; older events were read only because fewer than the
+  // limit happened since.
+  const lock::Instant from = snapshot.now - m_options.window;
+  bool truncated = static_cast<int>(events.size()) >= m_options.timeline_events;
+  std::erase_if(events, [&](const store::HistoryEvent& event) {
+    // An end inside the window keeps its hold's start, whenever it was.
+    return event.at < from && event.kind != store::EventKind::acquired;
+  });
+  auto timeline = build_timeline(events);
+  std::erase_if(timeline.intervals,
+                [&](const Interval& interval) { return interval.end && interval.end->at < from; });
+  view->timeline_json = timeline_json(timeline, snapshot.now, from, truncated);
+  // -v: one line per read, so that an operator (and tests/bench) can see
+  // that open pages share them.
+  spdlog::info("read the database in {} ms: {} holders, {} waiters, {} history events",
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count(),
+               snapshot.holders.size(), snapshot.waiters.size(), events.size());
+  return view;
+}
+
+std::string Snapshots::history_json(const store::HistoryQuery& query,
+                                    std::optional<lock::Instant> since) {
+  current();
+  std::lock_guard lock(m_mutex);
+  const auto key = history_key(query, since);
+  if (auto it = m_histories.find(key); it != m_histories.end())
+    return it->second;
+  if (!m_store)
+    m_store = m_open();
+  // Newest first and bounded by the limit: keeping those at or after
+  // `since` is the same as reading only those.
+  auto events = m_store->history(query);
+  if (since)
+    std::erase_if(events, [&](const store::HistoryEvent& event) { return event.at < *since; });
+  auto text = output::render_history(events, output::Format::json);
+  if (m_histories.size() >= k_remembered_histories)
+    m_histories.clear();
+  m_histories.emplace(key, text);
+  return text;
+}
+
+long long Snapshots::reads() const {
+  std::lock_guard lock(m_mutex);
+  return m_reads;
+}
+
+}  // namespace clk::serve

@@ -1,0 +1,64 @@
+// What `clock serve` reads, at most once per refresh period whatever the
+// number of open pages: the status (holders, waiters, expected runs), the
+// newest history events for the timeline, and each rendering of them. Every
+// request of the period is answered from the same read.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "store/store.hpp"
+
+namespace clk::serve {
+
+struct SnapshotOptions {
+  std::optional<std::string> ns;  // none: every namespace (as clock status)
+  std::chrono::milliseconds refresh{5000};
+  int timeline_events = 10000;  // the newest history events the timeline reads
+  std::chrono::milliseconds window{7 * 24 * 3600 * 1000LL};  // the widest zoom
+};
+
+// One read of the database and what was rendered from it.
+struct View {
+  std::chrono::steady_clock::time_point taken;
+  lock::Instant now;          // the database's clock at the read
+  std::string status_json;    // as clock status --format json
+  std::string metrics;        // as clock status --format prometheus
+  std::string timeline_json;  // /timeline.json
+};
+
+class Snapshots {
+ public:
+  using OpenStore = std::function<std::unique_ptr<store::Store>()>;
+  Snapshots(OpenStore open, SnapshotOptions options);
+
+  // The current view: read now if the last one is a refresh period old.
+  // Concurrent callers share one read. Throws what the store throws.
+  std::shared_ptr<const View> current();
+
+  // As clock history --format json for `query`, keeping only events at or
+  // after `since`; remembered per query for one refresh period.
+  std::string history_json(const store::HistoryQuery& query, std::optional<lock::Instant> since);
+
+  // How many times the database has been read (status, expected runs and
+  // history count as one set): for clock serve -v and the tests.
+  long long reads() const;
+
+ private:
+  std::shared_ptr<const View> read();
+
+  OpenStore m_open;
+  SnapshotOptions m_options;
+  mutable std::mutex m_mutex;  // the store is used by one thread at a time
+  std::unique_ptr<store::Store> m_store;
+  std::shared_ptr<const View> m_view;
+  std::map<std::string, std::string> m_histories;  // query → JSON, for the current view
+  long long m_reads = 0;
+};
+
+}  // namespace clk::serve
