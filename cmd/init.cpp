@@ -17,8 +17,7 @@ Action register_init(CLI::App& app) {
   command->footer("Example:\n  clock --database postgresql://clock_admin@db.example/clock init");
   return [options](Context& context) {
     if (options->print_sql) {
-      auto backend = store::backend_of(context.settings.database_url);
-      print(store::schema_sql(backend, context.settings.pg_schema));
+      print(store::schema_sql(context.settings.database_url, context.settings.pg_schema));
       return 0;
     }
     auto store = context.open_store();

@@ -113,8 +113,7 @@ void hide_ping_urls_in_argv(int argc, char** argv) {
 std::string database_in_use(const config::Settings& settings) {
   std::string backend;
   try {
-    backend = store::backend_of(settings.database_url) == store::Backend::sqlite ? "SQLite "
-                                                                                 : "PostgreSQL ";
+    backend = std::string(store::backend_name(store::backend_of(settings.database_url))) + " ";
   } catch (const Error&) {
     // The command says what is wrong with the URL when it opens it.
   }

@@ -23,11 +23,15 @@ LIBS_WHY="the libraries clock is built with (ARCHITECTURE.md, \"Libraries\")"
 # module links it; the .deb's dependency on libcurl4 comes from dpkg-shlibdeps).
 # libcpp-httplib-dev: clock serve's HTTP server (the clock-serve.so module
 # links it, with the OpenSSL, zlib and brotli Debian builds it with).
+# libmariadb-dev: MariaDB Connector/C, linked only into the MariaDB module
+# (clock-mariadb.so, issue 30).
 LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
-  libspdlog-dev nlohmann-json3-dev libcurl4-openssl-dev libcpp-httplib-dev)
+  libspdlog-dev nlohmann-json3-dev libcurl4-openssl-dev libcpp-httplib-dev libmariadb-dev)
 # doctest for the unit and integration tests; a throwaway PostgreSQL 15 and
 # pgbouncer per test run (tests/helpers/with-postgres.sh), the sqlite3 shell,
-# tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
+# a throwaway MariaDB 10.11 per MariaDB test entry (tests/helpers/with-mariadb.sh)
+# with its client for the tests' SQL, and galera-4 for the multi-writer tests
+# of issue 31 (not used yet); tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
 # mount (a file system SQLite refuses) in the SQLite fault tests;
 # python3-jsonschema validates the JSON output against
 # packaging/schema/*.schema.json (run with /usr/bin/python3, not a pyenv one),
@@ -36,9 +40,9 @@ LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplu
 # unit-tests the shipped alert rules (promtool check rules / test rules). The package has
 # the server too: its postinst enables prometheus.service, and starts it where
 # systemd runs (not in containers, whose policy-rc.d forbids starts).
-TEST_WHY="the tests (make test, make check): doctest, a throwaway PostgreSQL and pgbouncer, tmux, faketime, bindfs, JSON Schema and promtool checks, headless chromium (clock serve's page)"
-TEST=(doctest-dev postgresql pgbouncer sqlite3 tmux faketime bindfs python3 python3-jsonschema
-  prometheus chromium)
+TEST_WHY="the tests (make test, make check): doctest, a throwaway PostgreSQL and pgbouncer, a throwaway MariaDB, tmux, faketime, bindfs, JSON Schema and promtool checks, headless chromium (clock serve's page)"
+TEST=(doctest-dev postgresql pgbouncer mariadb-server mariadb-client galera-4 sqlite3 tmux faketime
+  bindfs python3 python3-jsonschema prometheus chromium)
 # dpkg-dev for dpkg-buildflags and dpkg-shlibdeps, man-db for man -l, lintian
 # to lint the .deb (tests/package/test_deb.sh, run by make check).
 PACKAGE_WHY="make package and the .deb's test: dpkg-dev, man-db, lintian"

@@ -2,6 +2,7 @@
 #include "store/database_url.hpp"
 
 #include "error.hpp"
+#include "store/mariadb_url.hpp"
 #include "util/password.hpp"
 
 namespace clk::store {
@@ -19,6 +20,8 @@ Backend backend_of(const std::string& url) {
     return Backend::sqlite;
   if (starts_with(url, "postgresql://") || starts_with(url, "postgres://"))
     return Backend::postgres;
+  if (is_mariadb_url(url))
+    return Backend::mariadb;
   // A libpq keyword string: "host=… dbname=…" (or "service=…").
   if (url.find('=') != std::string::npos && url.find("://") == std::string::npos) {
     return Backend::postgres;
@@ -26,6 +29,18 @@ Backend backend_of(const std::string& url) {
   throw Error(ExitCode::config, "unsupported database URL '" + mask_password(url) +
                                     "': use sqlite:/path/file.db, postgresql://… or a libpq "
                                     "keyword string like 'host=db dbname=clock'");
+}
+
+const char* backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::sqlite:
+      return "SQLite";
+    case Backend::postgres:
+      return "PostgreSQL";
+    case Backend::mariadb:
+      return "MariaDB";
+  }
+  return "?";
 }
 
 std::string sqlite_path_of(const std::string& url) {

@@ -6,7 +6,10 @@
 
 namespace clk::store {
 
-enum class Backend { sqlite, postgres };
+enum class Backend { sqlite, postgres, mariadb };
+
+// "SQLite", "PostgreSQL", "MariaDB": for messages and -v.
+const char* backend_name(Backend backend);
 
 // Which backend a URL names; throws clk::Error(config) for anything else.
 Backend backend_of(const std::string& url);

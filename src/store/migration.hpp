@@ -19,6 +19,8 @@ namespace clk::sql {
 // Defined in generated sources (cmake/EmbedSql.cmake).
 const std::vector<store::Migration>& sqlite_migrations();
 const std::vector<store::Migration>& postgres_migrations();
+// sql/mariadb/migrations, embedded in the MariaDB module only.
+const std::vector<store::Migration>& mariadb_migrations();
 // The files of sql/postgres/functions/ and the sha256 (hex) of their texts.
 const std::vector<store::Migration>& postgres_functions();
 std::string_view postgres_functions_sha256();

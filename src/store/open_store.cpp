@@ -3,6 +3,7 @@
 
 #include "error.hpp"
 #include "store/database_url.hpp"
+#include "store/mariadb_loader.hpp"
 #include "store/postgres_loader.hpp"
 #include "store/sqlite/file_trust.hpp"
 #include "store/sqlite/store.hpp"
@@ -16,13 +17,22 @@ std::unique_ptr<Store> open_store(const StoreOptions& options) {
       return make_sqlite_store(options);
     case Backend::postgres:
       return open_postgres_store(options);
+    case Backend::mariadb:
+      return open_mariadb_store(options);
   }
   throw Error(ExitCode::internal, "unknown backend");
 }
 
-std::string schema_sql(Backend backend, const std::string& pg_schema) {
-  return backend == Backend::sqlite ? sqlite_schema_sql()
-                                    : postgres_schema_sql_from_module(pg_schema);
+std::string schema_sql(const std::string& url, const std::string& pg_schema) {
+  switch (backend_of(url)) {
+    case Backend::sqlite:
+      return sqlite_schema_sql();
+    case Backend::postgres:
+      return postgres_schema_sql_from_module(pg_schema);
+    case Backend::mariadb:
+      return mariadb_schema_sql_from_module(url);
+  }
+  throw Error(ExitCode::internal, "unknown backend");
 }
 
 }  // namespace clk::store

@@ -13,7 +13,7 @@ namespace clk::store {
 // Opens (and connects) the store; creates the schema on first use where allowed.
 std::unique_ptr<Store> open_store(const StoreOptions& options);
 
-// The DDL that `clock init --print-sql` prints for a backend.
-std::string schema_sql(Backend backend, const std::string& pg_schema);
+// The DDL that `clock init --print-sql` prints for the URL's backend.
+std::string schema_sql(const std::string& url, const std::string& pg_schema);
 
 }  // namespace clk::store

@@ -7,7 +7,8 @@
 // - the time-out defaults clock appends (postgres::with_defaults) never change
 //   a setting the user gave, nor break a string libpq accepts;
 // - describe_target (the host list shown in messages) never shows the password;
-// - backend_of / sqlite_path_of fail only with a configuration error (exit 78).
+// - backend_of / sqlite_path_of / parse_mariadb_url fail only with a
+//   configuration error (exit 78).
 #include <libpq-fe.h>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "error.hpp"
 #include "fuzz_check.hpp"
+#include "store/mariadb_url.hpp"
 #include "store/open_store.hpp"
 #include "store/postgres/conninfo.hpp"
 #include "util/password.hpp"
@@ -58,8 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;  // a C string for libpq; argv, env and TOML strings carry no NUL either
 
   try {
-    if (clk::store::backend_of(text) == clk::store::Backend::sqlite)
+    auto backend = clk::store::backend_of(text);
+    if (backend == clk::store::Backend::sqlite)
       FUZZ_CHECK(!clk::store::sqlite_path_of(text).empty());
+    if (backend == clk::store::Backend::mariadb)
+      FUZZ_CHECK(!clk::store::parse_mariadb_url(text).database.empty());
   } catch (const clk::Error& error) {
     FUZZ_CHECK(error.code() == clk::ExitCode::config);
   }

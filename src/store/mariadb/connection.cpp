@@ -1,0 +1,349 @@
+// See connection.hpp. Every Connector/C call's failure goes through fail(),
+// which classifies the error number once.
+#include "store/mariadb/connection.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <errmsg.h>
+#include <mutex>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+namespace clk::store::mariadb {
+
+Trouble classify(unsigned error_number) {
+  switch (error_number) {
+    case ER_CON_COUNT_ERROR:            // 1040 too many connections
+    case ER_TOO_MANY_USER_CONNECTIONS:  // 1203
+    case CR_CONNECTION_ERROR:           // 2002 cannot connect through the socket
+    case CR_CONN_HOST_ERROR:            // 2003 cannot connect to host
+    case CR_SERVER_GONE_ERROR:          // 2006
+    case CR_SERVER_LOST:                // 2013 lost during a query
+      return Trouble::unavailable;
+    case ER_LOCK_DEADLOCK:      // 1213 (also Galera's certification failure)
+    case ER_LOCK_WAIT_TIMEOUT:  // 1205
+      return Trouble::retry;
+    case ER_DBACCESS_DENIED_ERROR:            // 1044
+    case ER_ACCESS_DENIED_ERROR:              // 1045
+    case ER_BAD_DB_ERROR:                     // 1049 unknown database
+    case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:  // 1698 (unix_socket)
+      return Trouble::refused;
+    default:
+      return Trouble::internal;
+  }
+}
+
+ServerTrouble::ServerTrouble(Trouble trouble, unsigned number, std::string message)
+    : clk::Error(trouble == Trouble::internal  ? ExitCode::internal
+                 : trouble == Trouble::refused ? ExitCode::config
+                                               : ExitCode::unavailable,
+                 std::move(message)),
+      m_trouble(trouble),
+      m_number(number) {}
+
+namespace {
+
+// mysql_init() initialises the library on first use, but not thread-safely.
+void init_library() {
+  static std::once_flag once;
+  std::call_once(once, [] { mysql_library_init(0, nullptr, nullptr); });
+}
+
+const char* c_str_or_null(const std::optional<std::string>& value) {
+  return value ? value->c_str() : nullptr;
+}
+
+// Connector/C takes timeouts in whole seconds: at least one.
+unsigned int whole_seconds(std::chrono::seconds value) {
+  return static_cast<unsigned int>(std::max<std::chrono::seconds::rep>(value.count(), 1));
+}
+
+void set_option(MYSQL* handle, mysql_option option, const void* value) {
+  if (mysql_optionsv(handle, option, value) != 0) {
+    throw clk::Error(ExitCode::internal,
+                     "MariaDB client library refused option " + std::to_string(option));
+  }
+}
+
+void set_string(MYSQL* handle, mysql_option option, const std::optional<std::string>& value) {
+  if (value)
+    set_option(handle, option, value->c_str());
+}
+
+void set_tls(MYSQL* handle, const MariadbTls& tls) {
+  if (tls.enforce) {
+    my_bool on = *tls.enforce ? 1 : 0;
+    set_option(handle, MYSQL_OPT_SSL_ENFORCE, &on);
+  }
+  if (tls.verify_server_cert) {
+    my_bool on = *tls.verify_server_cert ? 1 : 0;
+    set_option(handle, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+  }
+  set_string(handle, MYSQL_OPT_SSL_CA, tls.ca);
+  set_string(handle, MYSQL_OPT_SSL_CAPATH, tls.capath);
+  set_string(handle, MYSQL_OPT_SSL_CERT, tls.cert);
+  set_string(handle, MYSQL_OPT_SSL_KEY, tls.key);
+  set_string(handle, MYSQL_OPT_SSL_CIPHER, tls.cipher);
+  set_string(handle, MYSQL_OPT_SSL_CRL, tls.crl);
+  set_string(handle, MYSQL_OPT_SSL_CRLPATH, tls.crlpath);
+  set_string(handle, MARIADB_OPT_TLS_VERSION, tls.version);
+}
+
+}  // namespace
+
+Connection::Connection(ConnectOptions options) : m_options(std::move(options)) {}
+
+Connection::~Connection() {
+  close();
+}
+
+void Connection::open() {
+  if (m_handle)
+    return;
+  init_library();
+  MYSQL* handle = mysql_init(nullptr);
+  if (!handle)
+    throw clk::Error(ExitCode::internal, "MariaDB client library: out of memory");
+  m_handle = handle;
+  const MariadbUrl& url = m_options.url;
+  unsigned int connect = whole_seconds(m_options.connect_timeout);
+  unsigned int read = whole_seconds(m_options.read_timeout);
+  unsigned int write = whole_seconds(m_options.write_timeout);
+  my_bool off = 0;
+  try {
+    set_option(handle, MYSQL_OPT_CONNECT_TIMEOUT, &connect);
+    set_option(handle, MYSQL_OPT_READ_TIMEOUT, &read);
+    set_option(handle, MYSQL_OPT_WRITE_TIMEOUT, &write);
+    set_option(handle, MYSQL_OPT_RECONNECT, &off);
+    set_option(handle, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    set_option(handle, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
+    set_option(handle, MYSQL_READ_DEFAULT_GROUP, url.option_group.c_str());
+    set_string(handle, MYSQL_READ_DEFAULT_FILE, url.defaults_file);
+    set_tls(handle, url.tls);
+  } catch (...) {
+    close();
+    throw;
+  }
+  if (!mysql_real_connect(handle, c_str_or_null(url.host), c_str_or_null(url.user),
+                          c_str_or_null(url.password), url.database.c_str(), url.port,
+                          c_str_or_null(url.socket), CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS)) {
+    fail("connect");
+  }
+}
+
+void Connection::close() noexcept {
+  if (m_handle) {
+    mysql_close(m_handle);
+    m_handle = nullptr;
+  }
+}
+
+void Connection::fail(std::string_view what) {
+  unsigned number = mysql_errno(m_handle);
+  std::string message = "MariaDB: " + std::string(what) + " failed: " + mysql_error(m_handle) +
+                        " (error " + std::to_string(number) + ")";
+  Trouble trouble = classify(number);
+  // A connection that met trouble is not used again: its session may be in
+  // any state (a half-read reply, a rolled-back transaction).
+  if (trouble != Trouble::retry)
+    close();
+  throw ServerTrouble(trouble, number, std::move(message));
+}
+
+void Connection::execute(std::string_view what, const std::string& sql) {
+  open();
+  if (mysql_real_query(m_handle, sql.data(), sql.size()) != 0)
+    fail(what);
+  if (MYSQL_RES* result = mysql_store_result(m_handle))
+    mysql_free_result(result);
+}
+
+void Connection::execute_script(std::string_view what, const std::string& script) {
+  open();
+  if (mysql_set_server_option(m_handle, MYSQL_OPTION_MULTI_STATEMENTS_ON) != 0)
+    fail(what);
+  if (mysql_real_query(m_handle, script.data(), script.size()) != 0)
+    fail(what);
+  // Each statement's result (or error) in turn; an error stops the script.
+  for (;;) {
+    if (MYSQL_RES* result = mysql_store_result(m_handle))
+      mysql_free_result(result);
+    int next = mysql_next_result(m_handle);
+    if (next < 0)
+      break;
+    if (next > 0)
+      fail(what);
+  }
+  if (mysql_set_server_option(m_handle, MYSQL_OPTION_MULTI_STATEMENTS_OFF) != 0)
+    fail(what);
+}
+
+std::string Connection::server_version() {
+  open();
+  return mysql_get_server_info(m_handle);
+}
+
+Statement Connection::prepare(std::string_view what, const std::string& sql) {
+  open();
+  MYSQL_STMT* handle = mysql_stmt_init(m_handle);
+  if (!handle)
+    fail(what);
+  if (mysql_stmt_prepare(handle, sql.data(), sql.size()) != 0) {
+    Statement failed(*this, what, handle);
+    failed.fail();
+  }
+  return Statement(*this, what, handle);
+}
+
+Statement::Statement(Connection& connection, std::string_view what, st_mysql_stmt* handle)
+    : m_connection(&connection), m_what(what), m_handle(handle) {}
+
+Statement::Statement(Statement&& other) noexcept
+    : m_connection(other.m_connection), m_what(std::move(other.m_what)), m_handle(other.m_handle) {
+  other.m_handle = nullptr;
+}
+
+Statement::~Statement() {
+  // After mysql_close() the statement is detached (nothing to free on the
+  // server) but its memory is still ours.
+  if (m_handle)
+    mysql_stmt_close(m_handle);
+}
+
+void Statement::fail() {
+  unsigned number = mysql_stmt_errno(m_handle);
+  std::string message = "MariaDB: " + m_what + " failed: " + mysql_stmt_error(m_handle) +
+                        " (error " + std::to_string(number) + ")";
+  Trouble trouble = classify(number);
+  if (trouble != Trouble::retry) {
+    mysql_stmt_close(m_handle);
+    m_handle = nullptr;
+    m_connection->close();
+  }
+  throw ServerTrouble(trouble, number, std::move(message));
+}
+
+void Statement::bind_and_execute(const Params& params) {
+  if (!m_handle)
+    throw clk::Error(ExitCode::internal, "MariaDB: " + m_what + ": statement already failed");
+  unsigned long expected = mysql_stmt_param_count(m_handle);
+  if (expected != params.size()) {
+    throw clk::Error(ExitCode::internal, "MariaDB: " + m_what + " has " + std::to_string(expected) +
+                                             " placeholders but " + std::to_string(params.size()) +
+                                             " parameters");
+  }
+  std::vector<MYSQL_BIND> binds(params.size());
+  std::vector<long long> integers(params.size());
+  std::vector<unsigned long> lengths(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    MYSQL_BIND& bind = binds[i];
+    std::memset(&bind, 0, sizeof bind);
+    if (std::holds_alternative<std::monostate>(params[i])) {
+      bind.buffer_type = MYSQL_TYPE_NULL;
+    } else if (const auto* integer = std::get_if<std::int64_t>(&params[i])) {
+      integers[i] = *integer;
+      bind.buffer_type = MYSQL_TYPE_LONGLONG;
+      bind.buffer = &integers[i];
+    } else {
+      const auto& text = std::get<std::string>(params[i]);
+      lengths[i] = text.size();
+      bind.buffer_type = MYSQL_TYPE_STRING;
+      bind.buffer = const_cast<char*>(text.data());
+      bind.buffer_length = text.size();
+      bind.length = &lengths[i];
+    }
+  }
+  if (!binds.empty() && mysql_stmt_bind_param(m_handle, binds.data()) != 0)
+    fail();
+  my_bool update_max_length = 1;
+  mysql_stmt_attr_set(m_handle, STMT_ATTR_UPDATE_MAX_LENGTH, &update_max_length);
+  if (mysql_stmt_execute(m_handle) != 0)
+    fail();
+}
+
+// A CALL answers with its result sets and then a status packet, each a
+// result of its own: all are read here, so that the next statement on the
+// connection is not "out of sync" (2014), and an error after the first
+// result (a procedure's RESIGNAL) is not missed.
+void Statement::drain_results() {
+  mysql_stmt_free_result(m_handle);
+  while (mysql_stmt_more_results(m_handle)) {
+    int next = mysql_stmt_next_result(m_handle);
+    if (next > 0)
+      fail();
+    if (next < 0)
+      break;
+    mysql_stmt_free_result(m_handle);
+  }
+}
+
+std::uint64_t Statement::execute(const Params& params) {
+  bind_and_execute(params);
+  auto affected = mysql_stmt_affected_rows(m_handle);
+  drain_results();
+  return affected == static_cast<my_ulonglong>(-1) ? 0 : affected;
+}
+
+std::vector<Row> Statement::query(const Params& params) {
+  bind_and_execute(params);
+  std::vector<Row> rows;
+  MYSQL_RES* meta = mysql_stmt_result_metadata(m_handle);
+  if (!meta) {
+    drain_results();
+    return rows;
+  }
+  if (mysql_stmt_store_result(m_handle) != 0) {
+    mysql_free_result(meta);
+    fail();
+  }
+  unsigned columns = mysql_num_fields(meta);
+  MYSQL_FIELD* fields = mysql_fetch_fields(meta);
+  std::vector<MYSQL_BIND> binds(columns);
+  std::vector<std::string> buffers(columns);
+  std::vector<unsigned long> lengths(columns);
+  std::vector<my_bool> nulls(columns);
+  for (unsigned i = 0; i < columns; ++i) {
+    // max_length is exact for strings; a number fetched as text needs at most 64.
+    buffers[i].resize(std::max<unsigned long>(fields[i].max_length, 64) + 1);
+    std::memset(&binds[i], 0, sizeof binds[i]);
+    binds[i].buffer_type = MYSQL_TYPE_STRING;
+    binds[i].buffer = buffers[i].data();
+    binds[i].buffer_length = buffers[i].size();
+    binds[i].length = &lengths[i];
+    binds[i].is_null = &nulls[i];
+  }
+  mysql_free_result(meta);
+  if (columns > 0 && mysql_stmt_bind_result(m_handle, binds.data()) != 0)
+    fail();
+  for (;;) {
+    int status = mysql_stmt_fetch(m_handle);
+    if (status == MYSQL_NO_DATA)
+      break;
+    if (status == 1)
+      fail();
+    Row row(columns);
+    for (unsigned i = 0; i < columns; ++i) {
+      if (nulls[i])
+        continue;
+      if (lengths[i] > buffers[i].size()) {
+        // Truncated (MYSQL_DATA_TRUNCATED): fetch this column whole.
+        std::string whole(lengths[i], '\0');
+        MYSQL_BIND bind;
+        std::memset(&bind, 0, sizeof bind);
+        bind.buffer_type = MYSQL_TYPE_STRING;
+        bind.buffer = whole.data();
+        bind.buffer_length = whole.size();
+        if (mysql_stmt_fetch_column(m_handle, &bind, i, 0) != 0)
+          fail();
+        row[i] = std::move(whole);
+      } else {
+        row[i] = std::string(buffers[i].data(), lengths[i]);
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  drain_results();
+  return rows;
+}
+
+}  // namespace clk::store::mariadb

@@ -1,0 +1,147 @@
+// The thin RAII layer over MariaDB Connector/C: one connection (MYSQL*) and
+// its prepared statements (MYSQL_STMT*), the only files of the module that
+// include <mysql.h>. Failures leave it as clk::Error; server trouble as
+// ServerTrouble, whose kind() says whether a caller may try again.
+//
+// Every connection is opened the same way (connection.cpp, open()):
+// - connect, read and write timeouts, so no call waits without a deadline
+//   (Connector/C counts them in whole seconds);
+// - CLIENT_FOUND_ROWS: an UPDATE reports the rows it matched, not the rows
+//   whose values changed, so a renewal within the same microsecond as the
+//   grant (or of a DATETIME(0) column within the same second) never reads
+//   as "0 rows: lease lost";
+// - the session time zone UTC and utf8mb4, set by MYSQL_INIT_COMMAND so a
+//   reconnect gets them too (though clock's times are integer microseconds
+//   from UTC_TIMESTAMP(6), which no session time zone changes);
+// - no automatic reconnect (MYSQL_OPT_RECONNECT off): a silently new session
+//   would hide that a statement's outcome is unknown;
+// - the option files (MYSQL_READ_DEFAULT_GROUP): [client], [client-server],
+//   [client-mariadb] and the URL's group (default [clock]) of ~/.my.cnf and
+//   the system files, or only the URL's defaults-file=. What the URL gives
+//   (user, password, host, port, socket, database) wins over the files.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "error.hpp"
+#include "store/mariadb_url.hpp"
+
+struct st_mysql;
+struct st_mysql_stmt;
+
+namespace clk::store::mariadb {
+
+// What a server error means for the caller.
+enum class Trouble {
+  unavailable,  // the server is full, gone or unreachable: reconnect, back off, try again
+  retry,        // deadlock (1213) or lock wait timeout (1205): the statement was rolled back
+  refused,      // the login or its database is refused: the configuration must change
+  internal,     // anything else: a bug or a schema out of date
+};
+
+// The class of a server or client error number (mysqld_error.h, errmsg.h):
+// 1040 too many connections, 1203 too many connections for the user, 2002
+// and 2003 cannot connect, 2006 server gone, 2013 lost during a query →
+// unavailable; 1213 and 1205 → retry; 1044 and 1045 access denied, 1049
+// unknown database, 1698 unix_socket login refused → refused; the rest →
+// internal.
+Trouble classify(unsigned error_number);
+
+// A statement or connect that failed on the server's side. code() is
+// unavailable (69) for unavailable and retry, config (78) for refused,
+// internal (70) for the rest, so that an uncaught one still exits with the
+// right code.
+class ServerTrouble : public clk::Error {
+ public:
+  ServerTrouble(Trouble trouble, unsigned number, std::string message);
+  Trouble kind() const { return m_trouble; }
+  unsigned number() const { return m_number; }
+
+ private:
+  Trouble m_trouble;
+  unsigned m_number;
+};
+
+// One bound parameter: SQL NULL, an integer or a string (bytes).
+using Param = std::variant<std::monostate, std::int64_t, std::string>;
+using Params = std::vector<Param>;
+// One row of a result, each column as text; nullopt for SQL NULL.
+using Row = std::vector<std::optional<std::string>>;
+
+struct ConnectOptions {
+  MariadbUrl url;
+  std::chrono::seconds connect_timeout{10};
+  std::chrono::seconds read_timeout{10};
+  std::chrono::seconds write_timeout{10};
+};
+
+class Statement;
+
+class Connection {
+ public:
+  explicit Connection(ConnectOptions options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Opens the connection unless it is open. Throws ServerTrouble.
+  void open();
+  // Closes it; the next call opens a new one (connections are borrowed).
+  void close() noexcept;
+  bool is_open() const { return m_handle != nullptr; }
+
+  // Runs one statement without parameters or a result (SET, DDL).
+  void execute(std::string_view what, const std::string& sql);
+  // Runs several statements separated by ';' (a migration file; compound
+  // statements with BEGIN … END inside are one statement to the server).
+  // Multi-statement mode is on only for this call.
+  void execute_script(std::string_view what, const std::string& script);
+  // A prepared statement on this connection; valid while it stays open.
+  Statement prepare(std::string_view what, const std::string& sql);
+
+  // The server's version string ("10.11.6-MariaDB-0+deb12u1").
+  std::string server_version();
+
+ private:
+  friend class Statement;
+  [[noreturn]] void fail(std::string_view what);
+
+  ConnectOptions m_options;
+  st_mysql* m_handle = nullptr;
+};
+
+// A prepared statement. Every call binds exactly as many parameters as the
+// statement has placeholders (else clk::Error(internal)).
+class Statement {
+ public:
+  ~Statement();
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&&) = delete;
+  Statement(const Statement&) = delete;
+
+  // Executes it; returns the affected rows (with CLIENT_FOUND_ROWS: the rows
+  // an UPDATE matched).
+  std::uint64_t execute(const Params& params);
+  // Executes it and returns every row of its (first) result. A CALL's
+  // further results are read and dropped; an error among them throws.
+  std::vector<Row> query(const Params& params);
+
+ private:
+  friend class Connection;
+  Statement(Connection& connection, std::string_view what, st_mysql_stmt* handle);
+  void bind_and_execute(const Params& params);
+  void drain_results();
+  [[noreturn]] void fail();
+
+  Connection* m_connection;
+  std::string m_what;
+  st_mysql_stmt* m_handle;
+};
+
+}  // namespace clk::store::mariadb

@@ -1,0 +1,26 @@
+// The MariaDB schema: the embedded migrations of sql/mariadb/migrations,
+// applied by `clock init` and printed by `clock init --print-sql`.
+#pragma once
+
+#include <string>
+
+namespace clk::store::mariadb {
+
+class Connection;
+
+// The newest migration version this binary knows.
+int latest_version();
+
+// The DDL for a database administrator: the bookkeeping table, then every
+// migration and the row that records it. Runs with the mariadb client
+// (`mariadb DB < file`) on an empty database, or again on one it made.
+std::string print_sql();
+
+// Applies each embedded migration that schema_migrations does not list, in
+// order, under GET_LOCK('clock.migrate.<database>') so that two hosts
+// migrating at once take turns (MariaDB commits DDL at once: a migration is
+// not one transaction, so each file is written to be run again). A login
+// that may not create what is missing gets clk::Error(config).
+void migrate(Connection& connection);
+
+}  // namespace clk::store::mariadb

@@ -1,0 +1,19 @@
+// The MariaDB store. WORK IN PROGRESS (issue 30): only migrate() is real;
+// every lock operation throws clk::Error(config) saying MariaDB support is
+// not finished. clock reaches it only from its tests (mariadb_loader.cpp).
+#pragma once
+
+#include <memory>
+
+#include "store/store.hpp"
+#include "store/store_options.hpp"
+
+namespace clk::store {
+
+// Parses the URL (clk::Error(config) if bad); connects on first use.
+std::unique_ptr<Store> make_mariadb_store(const StoreOptions& options);
+
+// The DDL of `clock init --print-sql`.
+std::string mariadb_schema_sql();
+
+}  // namespace clk::store

@@ -1,0 +1,94 @@
+// See mariadb_loader.hpp. The same shape as postgres_loader.cpp, without its
+// start-up tricks (Connector/C is one library, not twenty).
+#include "store/mariadb_loader.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+
+#include "error.hpp"
+#include "store/mariadb/module.hpp"
+#include "store/mariadb_url.hpp"
+#include "util/private_files.hpp"
+
+namespace clk::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* k_module_file = "clock-mariadb.so";
+
+bool unfinished_backend_allowed() {
+#ifdef CLOCK_TEST_FAULTS
+  const char* allowed = std::getenv("CLOCK_TEST_UNFINISHED_MARIADB");
+  return allowed && std::strcmp(allowed, "1") == 0;
+#else
+  return false;
+#endif
+}
+
+void refuse_unless_allowed(const std::string& url) {
+  parse_mariadb_url(url);  // a bad URL says what is wrong first
+  if (!unfinished_backend_allowed()) {
+    throw Error(ExitCode::config,
+                "MariaDB/MySQL support is not finished yet (issue 30): clock cannot use a "
+                "mysql:// or mariadb:// database; use sqlite: or postgresql:// for now");
+  }
+}
+
+struct Module {
+  decltype(&clock_mariadb_open) open = nullptr;
+  decltype(&clock_mariadb_schema_sql) schema_sql = nullptr;
+};
+
+Module load() {
+  std::string tried;
+  for (const auto& candidate : util::private_file_candidates(k_module_file)) {
+    std::error_code error;
+    if (!fs::exists(candidate, error)) {
+      tried += (tried.empty() ? "" : ", ") + candidate.string();
+      continue;
+    }
+    void* handle = dlopen(candidate.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (!handle) {
+      throw Error(ExitCode::config,
+                  "cannot load the MariaDB module " + candidate.string() + ": " + dlerror());
+    }
+    const auto* abi = static_cast<const char*>(dlsym(handle, "clock_mariadb_module_abi"));
+    Module module{
+        reinterpret_cast<decltype(&clock_mariadb_open)>(dlsym(handle, "clock_mariadb_open")),
+        reinterpret_cast<decltype(&clock_mariadb_schema_sql)>(
+            dlsym(handle, "clock_mariadb_schema_sql"))};
+    if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
+      throw Error(ExitCode::config, "the MariaDB module " + candidate.string() +
+                                        " does not match this clock binary; rebuild clock");
+    }
+    return module;
+  }
+  throw Error(ExitCode::config, "MariaDB support is not installed: no " +
+                                    std::string(k_module_file) + " in " + tried +
+                                    " (build the clock_mariadb target)");
+}
+
+const Module& module() {
+  static const Module loaded = load();
+  return loaded;
+}
+
+}  // namespace
+
+std::unique_ptr<Store> open_mariadb_store(const StoreOptions& options) {
+  refuse_unless_allowed(options.url);
+  return std::unique_ptr<Store>(module().open(options));
+}
+
+std::string mariadb_schema_sql_from_module(const std::string& url) {
+  refuse_unless_allowed(url);
+  std::string sql;
+  module().schema_sql(sql);
+  return sql;
+}
+
+}  // namespace clk::store

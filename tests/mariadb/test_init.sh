@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# clock init and init --print-sql on MariaDB (issue 30, work in progress),
+# against the server of tests/helpers/with-mariadb.sh:
+# - outside the tests a mysql:// URL exits 78 with one line saying MariaDB
+#   support is not finished (and a bad one says what is wrong, password
+#   masked);
+# - with CLOCK_TEST_UNFINISHED_MARIADB=1 (test builds only), init creates
+#   schema 001, again is a no-op, works over TCP too, and --print-sql
+#   applied by the mariadb client makes the same schema;
+# - a login that may not create tables gets 78 pointing at --print-sql.
+# Exits 77 (skipped) without a server.
+set -uo pipefail
+
+if [[ -z ${CLOCK_TEST_MARIADB_SOCKET:-} ]]; then
+  [[ ${CI:-} == true ]] && { echo "CLOCK_TEST_MARIADB_SOCKET not set (run under with-mariadb.sh)" >&2; exit 1; }
+  echo "skipped: no MariaDB server (run under tests/helpers/with-mariadb.sh)" >&2
+  exit 77
+fi
+clock=${CLOCK_BINARY:?CLOCK_BINARY names the clock binary}
+socket=$CLOCK_TEST_MARIADB_SOCKET
+port=$CLOCK_TEST_MARIADB_PORT
+work=$(mktemp -d /tmp/clock-mariadb-init.XXXXXX)
+failures=0
+
+sql() { mariadb --protocol=socket -S "$socket" -uroot -N -B "$@"; }
+check() {
+  local what=$1
+  shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what" >&2; failures=$((failures + 1)); fi
+}
+url_of() { echo "mariadb://root@localhost/$1?socket=$socket"; }
+fresh() {
+  local name=init_$$_$1
+  sql -e "CREATE DATABASE \`$name\`" && echo "$name"
+}
+# clock with a config of nothing (no user file can name another database).
+run_clock() { env -u CLOCK_TEST_UNFINISHED_MARIADB HOME="$work" XDG_CONFIG_HOME="$work" "$clock" "$@"; }
+run_test_clock() { CLOCK_TEST_UNFINISHED_MARIADB=1 HOME="$work" XDG_CONFIG_HOME="$work" "$clock" "$@"; }
+
+# 1. Users get 78 and one line, for every command, before anything is loaded.
+db=$(fresh refused)
+for args in "init" "init --print-sql" "status" "acquire -r a -n" "run -r a -- true"; do
+  # shellcheck disable=SC2086  # the words of args
+  run_clock --database "$(url_of "$db")" $args >"$work/out" 2>"$work/err"
+  status=$?
+  check "'$args' on a mariadb URL exits 78 (got $status)" test "$status" -eq 78
+  check "'$args' says in one line that MariaDB is not finished" \
+    bash -c "[[ \$(wc -l <'$work/err') -eq 1 ]] && grep -q 'MariaDB/MySQL support is not finished' '$work/err'"
+done
+check "nothing was created for a user" test "$(sql -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$db'")" -eq 0
+
+# 2. A bad URL says what is wrong, without its password.
+run_clock --database "mysql://u:s3cretpw@h:99999/d" init 2>"$work/err"
+status=$?
+check "a bad port exits 78 (got $status)" test "$status" -eq 78
+check "the message names the port" grep -q "port '99999'" "$work/err"
+check "the message hides the password" bash -c "! grep -q s3cretpw '$work/err'"
+
+# 3. In the tests: init creates schema 001, and again is a no-op.
+db=$(fresh init)
+run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
+status=$?
+check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
+tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
+check "init made the tables ($tables)" test "$tables" = \
+  "expected_runs,hierarchy_locks,history,last_success,leases,run_counts,schema_migrations,successes,tokens,waiters"
+check "schema_migrations lists 001 and 002" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs"
+check "hierarchy_locks has its 16,385 slots" test "$(sql "$db" -e 'SELECT COUNT(*) FROM hierarchy_locks')" -eq 16385
+check "tokens has its one row at 0" test "$(sql "$db" -e 'SELECT last FROM tokens WHERE id = 1')" -eq 0
+server_us=$(sql "$db" -e 'SET time_zone = "+09:00"; SELECT clock_now_us()')
+client_us=$(($(date +%s%N) / 1000))
+check "clock_now_us() is the server's UTC clock in microseconds, whatever the session zone (off by $((client_us - server_us)) us)" \
+  test $((client_us - server_us)) -lt 2000000 -a $((server_us - client_us)) -lt 2000000
+run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
+check "clock init again exits 0" test $? -eq 0
+check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 2
+run_test_clock --database "$(url_of "$db")" status >/dev/null 2>"$work/err"
+status=$?
+check "an operation not written yet exits 78 (got $status)" test "$status" -eq 78
+check "and says it is not implemented yet" grep -q "status is not implemented yet" "$work/err"
+
+# 4. Over TCP.
+db=$(fresh tcp)
+run_test_clock --database "mysql://root@127.0.0.1:$port/$db" init 2>"$work/err"
+check "clock init over TCP exits 0 ($(cat "$work/err"))" test $? -eq 0
+
+# 5. --print-sql, applied by the client (twice), makes the same schema.
+db=$(fresh printed)
+run_test_clock --database "$(url_of "$db")" init --print-sql >"$work/schema.sql" 2>"$work/err"
+check "init --print-sql exits 0" test $? -eq 0
+check "and creates nothing itself" test "$(sql -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$db'")" -eq 0
+sql "$db" <"$work/schema.sql"
+check "the mariadb client applies the printed DDL" test $? -eq 0
+sql "$db" <"$work/schema.sql"
+check "and again" test $? -eq 0
+columns() {
+  sql -e "SELECT table_name, column_name, column_type, is_nullable, column_default
+          FROM information_schema.columns WHERE table_schema = '$1'
+          ORDER BY table_name, ordinal_position"
+}
+check "the printed DDL makes the schema init makes" \
+  diff <(columns "init_$$_init") <(columns "$db")
+run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
+check "clock init on the printed schema exits 0" test $? -eq 0
+
+# 6. A login that may not create tables: 78, pointing at --print-sql.
+db=$(fresh denied)
+sql -e "CREATE USER 'clock_app_$$'@'localhost' IDENTIFIED BY 's3cretpw';
+        GRANT SELECT ON \`$db\`.* TO 'clock_app_$$'@'localhost'"
+run_test_clock --database "mariadb://clock_app_$$:s3cretpw@localhost/$db?socket=$socket" init 2>"$work/err"
+status=$?
+check "init by a login without CREATE exits 78 (got $status: $(cat "$work/err"))" test "$status" -eq 78
+check "and says to run --print-sql" grep -q "print-sql" "$work/err"
+check "without the password" bash -c "! grep -q s3cretpw '$work/err'"
+migrated=init_$$_init
+sql -e "GRANT SELECT ON \`$migrated\`.* TO 'clock_app_$$'@'localhost'"
+run_test_clock --database "mariadb://clock_app_$$:s3cretpw@localhost/$migrated?socket=$socket" init 2>"$work/err"
+status=$?
+check "init by that login on a current schema exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
+run_test_clock --database "mariadb://clock_app_$$:wrong@localhost/$db?socket=$socket" init 2>"$work/err"
+status=$?
+check "a wrong password exits 78 (got $status: $(cat "$work/err"))" test "$status" -eq 78
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures check(s) failed; kept $work" >&2
+  exit 1
+fi
+rm -rf "$work"
+echo "all checks passed"
