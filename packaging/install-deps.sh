@@ -31,7 +31,8 @@ LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplu
 # pgbouncer per test run (tests/helpers/with-postgres.sh), the sqlite3 shell,
 # a throwaway MariaDB 10.11 per MariaDB test entry (tests/helpers/with-mariadb.sh)
 # with its client for the tests' SQL, and galera-4 for the multi-writer tests
-# of issue 31 (not used yet); tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
+# of issue 31 (tests/helpers/with-galera.sh; rsync for its state transfers, not yet used by a
+# ctest entry); tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
 # mount (a file system SQLite refuses) in the SQLite fault tests;
 # python3-jsonschema validates the JSON output against
 # packaging/schema/*.schema.json (run with /usr/bin/python3, not a pyenv one),
@@ -41,7 +42,7 @@ LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplu
 # the server too: its postinst enables prometheus.service, and starts it where
 # systemd runs (not in containers, whose policy-rc.d forbids starts).
 TEST_WHY="the tests (make test, make check): doctest, a throwaway PostgreSQL and pgbouncer, a throwaway MariaDB, tmux, faketime, bindfs, JSON Schema and promtool checks, headless chromium (clock serve's page)"
-TEST=(doctest-dev postgresql pgbouncer mariadb-server mariadb-client galera-4 sqlite3 tmux faketime
+TEST=(doctest-dev postgresql pgbouncer mariadb-server mariadb-client galera-4 rsync sqlite3 tmux faketime
   bindfs python3 python3-jsonschema prometheus chromium)
 # dpkg-dev for dpkg-buildflags and dpkg-shlibdeps, man-db for man -l, lintian
 # to lint the .deb (tests/package/test_deb.sh, run by make check).
