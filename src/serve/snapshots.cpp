@@ -58,36 +58,40 @@ std::shared_ptr<const View> Snapshots::read() {
   status_query.ns = m_options.ns;
   auto snapshot = m_store->status(status_query);
   snapshot.expected = m_store->expected_runs({m_options.ns, std::nullopt, std::nullopt});
+  store::HistoryQuery recent;
+  recent.ns = m_options.ns;
+  recent.limit = m_options.timeline_events;
   view->now = snapshot.now;
+  // The timeline first, its events freed before the status is rendered:
+  // the peak holds the rows and one set of renderings, not both row sets.
+  std::size_t event_count = 0;
+  {
+    auto events = m_store->history(recent);
+    event_count = events.size();
+    // The widest zoom; older events were read only because fewer than the
+    // limit happened since.
+    const lock::Instant from = view->now - m_options.window;
+    const bool truncated = static_cast<int>(events.size()) >= m_options.timeline_events;
+    std::erase_if(events, [&](const store::HistoryEvent& event) {
+      // An end inside the window keeps its hold's start, whenever it was.
+      return event.at < from && event.kind != store::EventKind::acquired;
+    });
+    // The timeline points into `events`: they live until it is rendered.
+    auto timeline = build_timeline(events);
+    std::erase_if(timeline.intervals, [&](const Interval& interval) {
+      return interval.end && interval.end->at < from;
+    });
+    view->timeline_json =
+        std::make_shared<const std::string>(timeline_json(timeline, view->now, from, truncated));
+  }
+  ++m_reads;
+  view->taken = std::chrono::steady_clock::now();
   view->status_json =
       std::make_shared<const std::string>(output::render_status(snapshot, output::Format::json));
   view->metrics = std::make_shared<const std::string>(
       output::render_status(snapshot, output::Format::prometheus));
   const auto holders = snapshot.holders.size();
   const auto waiters = snapshot.waiters.size();
-  // The rows go before the history is read: the peak holds one of them.
-  snapshot = {};
-  store::HistoryQuery recent;
-  recent.ns = m_options.ns;
-  recent.limit = m_options.timeline_events;
-  auto events = m_store->history(recent);
-  ++m_reads;
-  view->taken = std::chrono::steady_clock::now();
-  // The widest zoom; older events were read only because fewer than the
-  // limit happened since.
-  const lock::Instant from = view->now - m_options.window;
-  const bool truncated = static_cast<int>(events.size()) >= m_options.timeline_events;
-  const auto event_count = events.size();
-  std::erase_if(events, [&](const store::HistoryEvent& event) {
-    // An end inside the window keeps its hold's start, whenever it was.
-    return event.at < from && event.kind != store::EventKind::acquired;
-  });
-  // The timeline points into `events`: they live until it is rendered.
-  auto timeline = build_timeline(events);
-  std::erase_if(timeline.intervals,
-                [&](const Interval& interval) { return interval.end && interval.end->at < from; });
-  view->timeline_json =
-      std::make_shared<const std::string>(timeline_json(timeline, view->now, from, truncated));
   // -v: one line per read, so that an operator (and tests/bench) can see
   // that open pages share them.
   spdlog::info("read the database in {} ms: {} holders, {} waiters, {} history events",
