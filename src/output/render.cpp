@@ -277,9 +277,12 @@ std::string render_grants(const lock::OwnerCredential& owner,
 }
 
 std::string render_status(const store::Snapshot& snapshot, Format format, bool colour) {
-  if (format == Format::prometheus)
-    return render_prometheus(snapshot) +
-           (snapshot.expected ? expected_prometheus(*snapshot.expected) : "");
+  if (format == Format::prometheus) {
+    std::string out = render_prometheus(snapshot);
+    if (snapshot.expected)
+      out += expected_prometheus(*snapshot.expected);
+    return out;
+  }
   if (format == Format::json) {
     // The text json::dump(2) writes for {"now", "holders", "waiters",
     // "expected"}, written one holder and one waiter at a time: the JSON
@@ -299,7 +302,9 @@ std::string render_status(const store::Snapshot& snapshot, Format format, bool c
     });
     if (snapshot.expected)
       out += ",\n  \"expected\": " + dump_indented(expected_json(*snapshot.expected), 2);
-    return out + "\n}\n";
+    // Appended, not `out + …`: that would copy the whole text once more.
+    out += "\n}\n";
+    return out;
   }
   return status_table(snapshot, colour) +
          (snapshot.expected ? expected_table(*snapshot.expected) : "");
@@ -374,7 +379,8 @@ std::string render_prometheus(const store::Snapshot& snapshot) {
              "\",resource=\"" + prometheus_label_value(key.second) + "\"} " + number + "\n";
     }
   }
-  return out + runs_total(snapshot.run_counts);
+  out += runs_total(snapshot.run_counts);
+  return out;
 }
 
 }  // namespace

@@ -57,6 +57,11 @@ const Module& module() {
   return loaded;
 }
 
+// The module is done with a body: the request's share of it goes.
+void release_body(void* cookie) {
+  delete static_cast<Reply::Body*>(cookie);
+}
+
 void handle(void* context, const clock_serve_request* request, clock_serve_reply reply,
             void* sink) {
   Reply answer;
@@ -73,7 +78,11 @@ void handle(void* context, const clock_serve_request* request, clock_serve_reply
     spdlog::warn("{}: {}", request->path, error.what());
     answer = {503, "text/plain; charset=utf-8", std::string(error.what()) + "\n"};
   }
-  reply(sink, answer.status, answer.content_type.c_str(), answer.body.data(), answer.body.size());
+  // The module sends the body from where it is, after this returns: this
+  // request's share keeps it alive until release_body.
+  auto* kept = new Reply::Body(std::move(answer.body));
+  reply(sink, answer.status, answer.content_type.c_str(), (*kept)->data(), (*kept)->size(),
+        release_body, kept);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,21 @@ struct Request {
 };
 
 struct Reply {
+  // Shared, not copied: a body cached for a refresh period is sent by every
+  // request of the period, and kept alive until the last one is sent.
+  using Body = std::shared_ptr<const std::string>;
+
+  Reply() = default;
+  Reply(int status, std::string content_type, std::string text)
+      : status(status),
+        content_type(std::move(content_type)),
+        body(std::make_shared<const std::string>(std::move(text))) {}
+  Reply(int status, std::string content_type, Body shared)
+      : status(status), content_type(std::move(content_type)), body(std::move(shared)) {}
+
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
+  Body body = std::make_shared<const std::string>();
 };
 
 using Handler = std::function<Reply(const Request&)>;

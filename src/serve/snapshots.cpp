@@ -61,36 +61,49 @@ std::shared_ptr<const View> Snapshots::read() {
   store::HistoryQuery recent;
   recent.ns = m_options.ns;
   recent.limit = m_options.timeline_events;
-  auto events = m_store->history(recent);
+  view->now = snapshot.now;
+  // The timeline first, its events freed before the status is rendered:
+  // the peak holds the rows and one set of renderings, not both row sets.
+  std::size_t event_count = 0;
+  {
+    auto events = m_store->history(recent);
+    event_count = events.size();
+    // The widest zoom; older events were read only because fewer than the
+    // limit happened since.
+    const lock::Instant from = view->now - m_options.window;
+    const bool truncated = static_cast<int>(events.size()) >= m_options.timeline_events;
+    std::erase_if(events, [&](const store::HistoryEvent& event) {
+      // An end inside the window keeps its hold's start, whenever it was.
+      return event.at < from && event.kind != store::EventKind::acquired;
+    });
+    // The timeline points into `events`: they live until it is rendered.
+    auto timeline = build_timeline(events);
+    std::erase_if(timeline.intervals, [&](const Interval& interval) {
+      return interval.end && interval.end->at < from;
+    });
+    view->timeline_json =
+        std::make_shared<const std::string>(timeline_json(timeline, view->now, from, truncated));
+  }
   ++m_reads;
   view->taken = std::chrono::steady_clock::now();
-  view->now = snapshot.now;
-  view->status_json = output::render_status(snapshot, output::Format::json);
-  view->metrics = output::render_status(snapshot, output::Format::prometheus);
-  // The widest zoom; older events were read only because fewer than the
-  // limit happened since.
-  const lock::Instant from = snapshot.now - m_options.window;
-  bool truncated = static_cast<int>(events.size()) >= m_options.timeline_events;
-  std::erase_if(events, [&](const store::HistoryEvent& event) {
-    // An end inside the window keeps its hold's start, whenever it was.
-    return event.at < from && event.kind != store::EventKind::acquired;
-  });
-  auto timeline = build_timeline(events);
-  std::erase_if(timeline.intervals,
-                [&](const Interval& interval) { return interval.end && interval.end->at < from; });
-  view->timeline_json = timeline_json(timeline, snapshot.now, from, truncated);
+  view->status_json =
+      std::make_shared<const std::string>(output::render_status(snapshot, output::Format::json));
+  view->metrics = std::make_shared<const std::string>(
+      output::render_status(snapshot, output::Format::prometheus));
+  const auto holders = snapshot.holders.size();
+  const auto waiters = snapshot.waiters.size();
   // -v: one line per read, so that an operator (and tests/bench) can see
   // that open pages share them.
   spdlog::info("read the database in {} ms: {} holders, {} waiters, {} history events",
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
                    .count(),
-               snapshot.holders.size(), snapshot.waiters.size(), events.size());
+               holders, waiters, event_count);
   return view;
 }
 
-std::string Snapshots::history_json(const store::HistoryQuery& query,
-                                    std::optional<lock::Instant> since) {
+std::shared_ptr<const std::string> Snapshots::history_json(const store::HistoryQuery& query,
+                                                           std::optional<lock::Instant> since) {
   current();
   std::lock_guard lock(m_mutex);
   const auto key = history_key(query, since);
@@ -103,7 +116,8 @@ std::string Snapshots::history_json(const store::HistoryQuery& query,
   auto events = m_store->history(query);
   if (since)
     std::erase_if(events, [&](const store::HistoryEvent& event) { return event.at < *since; });
-  auto text = output::render_history(events, output::Format::json);
+  auto text =
+      std::make_shared<const std::string>(output::render_history(events, output::Format::json));
   if (m_histories.size() >= k_remembered_histories)
     m_histories.clear();
   m_histories.emplace(key, text);

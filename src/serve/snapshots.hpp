@@ -26,10 +26,11 @@ struct SnapshotOptions {
 // One read of the database and what was rendered from it.
 struct View {
   std::chrono::steady_clock::time_point taken;
-  lock::Instant now;          // the database's clock at the read
-  std::string status_json;    // as clock status --format json
-  std::string metrics;        // as clock status --format prometheus
-  std::string timeline_json;  // /timeline.json
+  lock::Instant now;  // the database's clock at the read
+  // Each rendered once per read and shared by the requests that send it.
+  std::shared_ptr<const std::string> status_json;    // as clock status --format json
+  std::shared_ptr<const std::string> metrics;        // as clock status --format prometheus
+  std::shared_ptr<const std::string> timeline_json;  // /timeline.json
 };
 
 class Snapshots {
@@ -43,7 +44,8 @@ class Snapshots {
 
   // As clock history --format json for `query`, keeping only events at or
   // after `since`; remembered per query for one refresh period.
-  std::string history_json(const store::HistoryQuery& query, std::optional<lock::Instant> since);
+  std::shared_ptr<const std::string> history_json(const store::HistoryQuery& query,
+                                                  std::optional<lock::Instant> since);
 
   // How many times the database has been read (status, expected runs and
   // history count as one set): for clock serve -v and the tests.
@@ -57,7 +59,8 @@ class Snapshots {
   mutable std::mutex m_mutex;  // the store is used by one thread at a time
   std::unique_ptr<store::Store> m_store;
   std::shared_ptr<const View> m_view;
-  std::map<std::string, std::string> m_histories;  // query → JSON, for the current view
+  // query → JSON, for the current view
+  std::map<std::string, std::shared_ptr<const std::string>> m_histories;
   long long m_reads = 0;
 };
 

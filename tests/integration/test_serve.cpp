@@ -311,6 +311,83 @@ TEST_SUITE("serve") {
     }
   }
 
+  TEST_CASE("a body of many pieces is sent whole: plain, compressed, to clients at once") {
+    // serve sends its cached bodies without copying them, 64 KiB at a time
+    // (chunked and compressed for a client that asks): 300 holders make a
+    // status.json of several pieces.
+    TestEnv env;
+    for (int batch = 0; batch < 5; ++batch) {
+      // At most 64 resources per call.
+      std::vector<std::string> acquire = {"acquire", "--ttl", "10m"};
+      for (int i = 0; i < 60; ++i) {
+        acquire.push_back("-r");
+        acquire.push_back("jobs.piece" + std::to_string(batch * 60 + i));
+      }
+      auto held = env.clock(acquire);
+      INFO(held.describe());
+      REQUIRE(held.status == 0);
+    }
+    auto cli = env.clock({"status", "--format", "json"});
+    REQUIRE(cli.status == 0);
+    REQUIRE(cli.out.size() > 2 * 64 * 1024);
+    const auto expected = without_volatile(nlohmann::json::parse(cli.out));
+    Served served(env);
+
+    auto plain = served.get("/status.json", {"--fail", "-D", env.path("plain.head").string()});
+    REQUIRE(plain.status == 0);
+    CHECK(without_volatile(nlohmann::json::parse(plain.out)) == expected);
+    CHECK(read_file(env.path("plain.head")).find("Content-Length: ") != std::string::npos);
+
+    // A client that takes compression gets the body chunked; httplib
+    // compresses text/* (so /metrics), not JSON.
+    auto chunked =
+        served.get("/status.json", {"--fail", "-H", "Accept-Encoding: gzip", "--compressed"});
+    REQUIRE(chunked.status == 0);
+    CHECK(without_volatile(nlohmann::json::parse(chunked.out)) == expected);
+    auto count = [](const std::string& text, const std::string& what) {
+      std::size_t n = 0;
+      for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++n;
+      return n;
+    };
+    for (const char* encoding : {"", "gzip", "br"}) {
+      auto head = env.path(std::string("metrics.") + encoding + ".head").string();
+      std::vector<std::string> flags = {"--fail", "-D", head};
+      if (*encoding)
+        flags.insert(flags.end(),
+                     {"-H", std::string("Accept-Encoding: ") + encoding, "--compressed"});
+      auto metrics = served.get("/metrics", flags);
+      INFO(encoding << ": " << metrics.describe());
+      REQUIRE(metrics.status == 0);
+      REQUIRE(metrics.out.size() > 64 * 1024);
+      CHECK(count(metrics.out, "clock_lock_holders{namespace=\"\",resource=\"jobs.piece") == 300);
+      CHECK(count(metrics.out, ",outcome=\"acquired\"} 1\n") == 300);
+      CHECK(metrics.out.ends_with("\n"));
+      if (*encoding)
+        CHECK(read_file(head).find(std::string("Content-Encoding: ") + encoding) !=
+              std::string::npos);
+    }
+
+    auto headed = served.get("/status.json", {"--fail", "-I"});
+    CHECK(headed.status == 0);
+    CHECK(headed.out.find("HTTP/1.1 200") != std::string::npos);
+
+    // More clients than worker threads, all sent the same cached body.
+    std::vector<Command> clients;
+    for (int i = 0; i < 12; ++i) {
+      clients.push_back(env.command({"curl", "-sS", "--fail", "--max-time", "20", "--noproxy", "*",
+                                     served.url() + "/status.json"}));
+    }
+    for (const auto& result : run_all(clients, env.path("output"), 60s)) {
+      INFO(result.describe());
+      REQUIRE(result.status == 0);
+      CHECK(without_volatile(nlohmann::json::parse(result.out)) == expected);
+    }
+
+    served.process().signal(SIGTERM);
+    CHECK(served.process().wait(10s).status == 0);
+  }
+
   TEST_CASE("--auth-file asks for a password on every page but /healthz") {
     TestEnv env;
     write_file(env.path("auth"), "ops:s3cret word\n");

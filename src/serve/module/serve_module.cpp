@@ -5,6 +5,7 @@
 // to a SQLite run.
 #include "serve/module/serve_module.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <httplib.h>
 #include <memory>
@@ -24,17 +25,60 @@ void set_error(char* error, size_t error_size, const std::string& text) {
     std::snprintf(error, error_size, "%s", text.c_str());
 }
 
+// What reply_into answers into: the response, and whether the client takes
+// a compressed body.
+struct Sink {
+  httplib::Response& response;
+  bool compressible;
+};
+
+// The piece of a body written per call of a content provider: the socket
+// is written 64 KiB at a time, and a stopping server is noticed between.
+constexpr size_t k_piece = 64 * 1024;
+
 void reply_into(void* sink, int status, const char* content_type, const char* body,
-                size_t body_size) {
-  auto* response = static_cast<httplib::Response*>(sink);
-  response->status = status;
-  response->set_content(body, body_size, content_type);
+                size_t body_size, clock_serve_release release, void* cookie) {
+  auto& into = *static_cast<Sink*>(sink);
+  auto& response = into.response;
+  response.status = status;
+  // httplib's Response destroys the releaser when it is done with the
+  // provider: sent, failed or never started.
+  auto releaser = [release, cookie](bool) {
+    if (release)
+      release(cookie);
+  };
+  if (body_size == 0) {
+    // A provider of no bytes is not a provider to httplib.
+    response.set_content("", 0, content_type);
+    releaser(true);
+  } else if (into.compressible) {
+    // Chunked, so that httplib compresses it (gzip or brotli, as the client
+    // asks) a piece at a time, as it compresses a body set with set_content.
+    response.set_chunked_content_provider(
+        content_type,
+        [body, body_size](size_t offset, httplib::DataSink& data) {
+          if (offset < body_size &&
+              !data.write(body + offset, std::min(k_piece, body_size - offset)))
+            return false;
+          if (offset + k_piece >= body_size)
+            data.done();
+          return true;
+        },
+        releaser);
+  } else {
+    response.set_content_provider(
+        body_size, content_type,
+        [body](size_t offset, size_t length, httplib::DataSink& data) {
+          return data.write(body + offset, std::min(k_piece, length));
+        },
+        releaser);
+  }
   if (status == 401)
-    response->set_header("WWW-Authenticate", "Basic realm=\"clock\", charset=\"UTF-8\"");
+    response.set_header("WWW-Authenticate", "Basic realm=\"clock\", charset=\"UTF-8\"");
   // Nothing the page shows may be framed or sniffed into something else.
-  response->set_header("X-Content-Type-Options", "nosniff");
-  response->set_header("X-Frame-Options", "DENY");
-  response->set_header("Cache-Control", "no-store");
+  response.set_header("X-Content-Type-Options", "nosniff");
+  response.set_header("X-Frame-Options", "DENY");
+  response.set_header("Cache-Control", "no-store");
 }
 
 void handle(Server& server, const httplib::Request& request, httplib::Response& response) {
@@ -47,7 +91,8 @@ void handle(Server& server, const httplib::Request& request, httplib::Response& 
   std::string authorization = request.get_header_value("Authorization");
   clock_serve_request shown{request.path.c_str(), params.data(), request.params.size(),
                             authorization.c_str()};
-  server.handler(server.context, &shown, reply_into, &response);
+  Sink sink{response, !request.get_header_value("Accept-Encoding").empty()};
+  server.handler(server.context, &shown, reply_into, &sink);
 }
 
 }  // namespace

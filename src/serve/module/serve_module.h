@@ -6,13 +6,13 @@
 
 #include <stddef.h>
 
-#define CLOCK_SERVE_ABI "clock-serve 1"
+#define CLOCK_SERVE_ABI "clock-serve 2"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* "clock-serve 1": the module's version of this interface. */
+/* "clock-serve 2": the module's version of this interface. */
 extern const char clock_serve_module_abi[];
 
 /* One GET or HEAD request: the path without its query, the decoded query
@@ -25,9 +25,18 @@ struct clock_serve_request {
   const char* authorization;
 };
 
-/* What the handler answers. A 401 gets `WWW-Authenticate: Basic`. */
+/* Gives back a body that the module no longer reads. */
+typedef void (*clock_serve_release)(void* cookie);
+
+/* What the handler answers. A 401 gets `WWW-Authenticate: Basic`. The
+   module sends `body` as it is, without copying it: it stays valid until
+   the module calls release(cookie), exactly once, when the body is sent or
+   the connection is gone (release may be NULL: a body that lives as long as
+   the server). So a cached body of megabytes is shared by every request
+   that sends it, not copied per request. */
 typedef void (*clock_serve_reply)(void* sink, int status, const char* content_type,
-                                  const char* body, size_t body_size);
+                                  const char* body, size_t body_size, clock_serve_release release,
+                                  void* cookie);
 
 /* Called on the module's worker threads, several at a time: the handler is
    thread-safe. It calls `reply` once before returning. */
