@@ -27,23 +27,19 @@ struct Module {
 
 Module load_module() {
   constexpr const char* k_file = "clock-ping.so";
-  std::string tried;
-  for (const auto& candidate : util::private_file_candidates(k_file)) {
-    std::error_code error;
-    if (!std::filesystem::exists(candidate, error)) {
-      tried += (tried.empty() ? "" : ", ") + candidate.string();
-      continue;
-    }
-    void* handle = dlopen(candidate.c_str(), RTLD_LAZY | RTLD_LOCAL);
-    if (!handle)
-      return {nullptr, "cannot load " + candidate.string() + ": " + dlerror()};
-    const auto* abi = static_cast<const char*>(dlsym(handle, "clock_ping_module_abi"));
-    auto send = reinterpret_cast<SendFunction>(dlsym(handle, "clock_ping_send"));
-    if (!abi || std::string_view(abi) != CLOCK_PING_ABI || !send)
-      return {nullptr, candidate.string() + " does not match this clock binary; reinstall clock"};
-    return {send, ""};
-  }
-  return {nullptr, std::string("ping support is not installed: no ") + k_file + " in " + tried};
+  auto found = util::find_private_file(k_file);
+  if (!found.path)
+    return {nullptr,
+            std::string("ping support is not installed: no ") + k_file + " in " + found.tried};
+  const auto& file = *found.path;
+  void* handle = dlopen(file.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!handle)
+    return {nullptr, "cannot load " + file.string() + ": " + dlerror()};
+  const auto* abi = static_cast<const char*>(dlsym(handle, "clock_ping_module_abi"));
+  auto send = reinterpret_cast<SendFunction>(dlsym(handle, "clock_ping_send"));
+  if (!abi || std::string_view(abi) != CLOCK_PING_ABI || !send)
+    return {nullptr, file.string() + " does not match this clock binary; reinstall clock"};
+  return {send, ""};
 }
 
 const Module& module() {

@@ -25,31 +25,25 @@ struct Module {
 
 Module load_module() {
   constexpr const char* k_file = "clock-serve.so";
-  std::string tried;
-  for (const auto& candidate : util::private_file_candidates(k_file)) {
-    std::error_code error;
-    if (!std::filesystem::exists(candidate, error)) {
-      tried += (tried.empty() ? "" : ", ") + candidate.string();
-      continue;
-    }
-    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      throw Error(ExitCode::unavailable,
-                  "cannot load " + candidate.string() + ": " + dlerror() + "; reinstall clock");
-    const auto* abi = static_cast<const char*>(dlsym(handle, "clock_serve_module_abi"));
-    Module module{
-        reinterpret_cast<decltype(&clock_serve_open)>(dlsym(handle, "clock_serve_open")),
-        reinterpret_cast<decltype(&clock_serve_run)>(dlsym(handle, "clock_serve_run")),
-        reinterpret_cast<decltype(&clock_serve_stop)>(dlsym(handle, "clock_serve_stop")),
-        reinterpret_cast<decltype(&clock_serve_close)>(dlsym(handle, "clock_serve_close"))};
-    if (!abi || std::string_view(abi) != CLOCK_SERVE_ABI || !module.open || !module.run ||
-        !module.stop || !module.close)
-      throw Error(ExitCode::unavailable,
-                  candidate.string() + " does not match this clock binary; reinstall clock");
-    return module;
-  }
-  throw Error(ExitCode::unavailable,
-              std::string("clock serve is not installed: no ") + k_file + " in " + tried);
+  auto found = util::find_private_file(k_file);
+  if (!found.path)
+    throw Error(ExitCode::unavailable,
+                std::string("clock serve is not installed: no ") + k_file + " in " + found.tried);
+  const auto& file = *found.path;
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    throw Error(ExitCode::unavailable,
+                "cannot load " + file.string() + ": " + dlerror() + "; reinstall clock");
+  const auto* abi = static_cast<const char*>(dlsym(handle, "clock_serve_module_abi"));
+  Module module{reinterpret_cast<decltype(&clock_serve_open)>(dlsym(handle, "clock_serve_open")),
+                reinterpret_cast<decltype(&clock_serve_run)>(dlsym(handle, "clock_serve_run")),
+                reinterpret_cast<decltype(&clock_serve_stop)>(dlsym(handle, "clock_serve_stop")),
+                reinterpret_cast<decltype(&clock_serve_close)>(dlsym(handle, "clock_serve_close"))};
+  if (!abi || std::string_view(abi) != CLOCK_SERVE_ABI || !module.open || !module.run ||
+      !module.stop || !module.close)
+    throw Error(ExitCode::unavailable,
+                file.string() + " does not match this clock binary; reinstall clock");
+  return module;
 }
 
 const Module& module() {

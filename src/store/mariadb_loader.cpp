@@ -44,32 +44,28 @@ struct Module {
 };
 
 Module load() {
-  std::string tried;
-  for (const auto& candidate : util::private_file_candidates(k_module_file)) {
-    std::error_code error;
-    if (!fs::exists(candidate, error)) {
-      tried += (tried.empty() ? "" : ", ") + candidate.string();
-      continue;
-    }
-    void* handle = dlopen(candidate.c_str(), RTLD_LAZY | RTLD_LOCAL);
-    if (!handle) {
-      throw Error(ExitCode::config,
-                  "cannot load the MariaDB module " + candidate.string() + ": " + dlerror());
-    }
-    const auto* abi = static_cast<const char*>(dlsym(handle, "clock_mariadb_module_abi"));
-    Module module{
-        reinterpret_cast<decltype(&clock_mariadb_open)>(dlsym(handle, "clock_mariadb_open")),
-        reinterpret_cast<decltype(&clock_mariadb_schema_sql)>(
-            dlsym(handle, "clock_mariadb_schema_sql"))};
-    if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
-      throw Error(ExitCode::config, "the MariaDB module " + candidate.string() +
-                                        " does not match this clock binary; rebuild clock");
-    }
-    return module;
+  auto found = util::find_private_file(k_module_file);
+  if (!found.path) {
+    throw Error(ExitCode::config, "MariaDB support is not installed: no " +
+                                      std::string(k_module_file) + " in " + found.tried +
+                                      " (build the clock_mariadb target)");
   }
-  throw Error(ExitCode::config, "MariaDB support is not installed: no " +
-                                    std::string(k_module_file) + " in " + tried +
-                                    " (build the clock_mariadb target)");
+  const auto& file = *found.path;
+  void* handle = dlopen(file.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!handle) {
+    throw Error(ExitCode::config,
+                "cannot load the MariaDB module " + file.string() + ": " + dlerror());
+  }
+  const auto* abi = static_cast<const char*>(dlsym(handle, "clock_mariadb_module_abi"));
+  Module module{
+      reinterpret_cast<decltype(&clock_mariadb_open)>(dlsym(handle, "clock_mariadb_open")),
+      reinterpret_cast<decltype(&clock_mariadb_schema_sql)>(
+          dlsym(handle, "clock_mariadb_schema_sql"))};
+  if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
+    throw Error(ExitCode::config, "the MariaDB module " + file.string() +
+                                      " does not match this clock binary; rebuild clock");
+  }
+  return module;
 }
 
 const Module& module() {

@@ -48,33 +48,29 @@ struct Module {
 };
 
 Module load() {
-  std::string tried;
-  for (const auto& candidate : util::private_file_candidates(k_module_file)) {
-    std::error_code error;
-    if (!fs::exists(candidate, error)) {
-      tried += (tried.empty() ? "" : ", ") + candidate.string();
-      continue;
-    }
-    void* handle = open_module(candidate);
-    if (!handle) {
-      throw Error(ExitCode::config,
-                  "cannot load the PostgreSQL module " + candidate.string() + ": " + dlerror());
-    }
-    const auto* abi = static_cast<const char*>(dlsym(handle, "clock_postgres_module_abi"));
-    Module module{
-        reinterpret_cast<decltype(&clock_postgres_open)>(dlsym(handle, "clock_postgres_open")),
-        reinterpret_cast<decltype(&clock_postgres_schema_sql)>(
-            dlsym(handle, "clock_postgres_schema_sql"))};
-    if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
-      throw Error(ExitCode::config, "the PostgreSQL module " + candidate.string() +
-                                        " does not match this clock binary; reinstall clock");
-    }
-    return module;
+  auto found = util::find_private_file(k_module_file);
+  if (!found.path) {
+    throw Error(ExitCode::config, "PostgreSQL support is not installed: no " +
+                                      std::string(k_module_file) + " in " + found.tried +
+                                      " (install the clock package, or build the clock_postgres "
+                                      "target)");
   }
-  throw Error(ExitCode::config, "PostgreSQL support is not installed: no " +
-                                    std::string(k_module_file) + " in " + tried +
-                                    " (install the clock package, or build the clock_postgres "
-                                    "target)");
+  const auto& file = *found.path;
+  void* handle = open_module(file);
+  if (!handle) {
+    throw Error(ExitCode::config,
+                "cannot load the PostgreSQL module " + file.string() + ": " + dlerror());
+  }
+  const auto* abi = static_cast<const char*>(dlsym(handle, "clock_postgres_module_abi"));
+  Module module{
+      reinterpret_cast<decltype(&clock_postgres_open)>(dlsym(handle, "clock_postgres_open")),
+      reinterpret_cast<decltype(&clock_postgres_schema_sql)>(
+          dlsym(handle, "clock_postgres_schema_sql"))};
+  if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
+    throw Error(ExitCode::config, "the PostgreSQL module " + file.string() +
+                                      " does not match this clock binary; reinstall clock");
+  }
+  return module;
 }
 
 const Module& module() {

@@ -26,4 +26,17 @@ std::vector<fs::path> private_file_candidates(const std::string& name) {
           fs::path(CLOCK_PRIVATE_DIR) / name};
 }
 
+FoundFile find_private_file(const std::string& name) {
+  FoundFile found;
+  for (const auto& candidate : private_file_candidates(name)) {
+    std::error_code error;
+    if (fs::exists(candidate, error)) {
+      found.path = candidate;
+      return found;
+    }
+    found.tried += (found.tried.empty() ? "" : ", ") + candidate.string();
+  }
+  return found;
+}
+
 }  // namespace clk::util

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,5 +12,13 @@ namespace clk::util {
 
 // The places to look for `name`, in that order.
 std::vector<std::filesystem::path> private_file_candidates(const std::string& name);
+
+// The first of those places where `name` exists; none, with `tried` naming
+// every place looked at ("a, b, c"), for the "not installed" message.
+struct FoundFile {
+  std::optional<std::filesystem::path> path;
+  std::string tried;
+};
+FoundFile find_private_file(const std::string& name);
 
 }  // namespace clk::util
