@@ -66,7 +66,13 @@ TEST_CASE("a cycle is worded from the requester back to the requester") {
 }
 
 TEST_CASE("a release is attributed to who asked unless it comes from the holder's process tree") {
-  lock::OwnerInfo holder{.host = "web1", .ip = "", .pid = 42, .user = "deploy", .command = ""};
+  lock::OwnerInfo holder{.host = "web1",
+                         .ip = "",
+                         .pid = 42,
+                         .user = "deploy",
+                         .command = "",
+                         .started = {},
+                         .db_user = ""};
   Caller child{"deploy", "web1", 77, {77, 50, 42, 7}};
   Caller stranger{"app", "web1", 78, {78, 51, 7}};
   Caller elsewhere{"deploy", "web2", 77, {77, 50, 42, 7}};
