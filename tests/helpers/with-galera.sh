@@ -20,23 +20,15 @@
 # The why of the cluster's settings is in galera_cluster.sh.
 set -uo pipefail
 
-die() { echo "with-galera: $*" >&2; exit 1; }
-warn() { echo "with-galera: warning: $*" >&2; }
+helper_name=with-galera
+# shellcheck source=tests/helpers/server_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/server_common.sh"
 
 [[ $# -ge 1 ]] || { echo "usage: $0 CMD [ARG...]   (e.g. $0 bash)" >&2; exit 64; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/helpers/galera_cluster.sh
 source "$here/galera_cluster.sh"
-
-is_ci() { case "${CI:-}" in true | TRUE | 1 | yes) return 0 ;; *) return 1 ;; esac; }
-
-missing() {
-  if is_ci; then
-    die "$1 (CI=true, so this is fatal; run 'make deps' as root to install it)"
-  fi
-  warn "$1; running without it (install it with 'make deps' as root)"
-}
 
 galera_mariadbd=$(command -v mariadbd || true)
 [[ -z $galera_mariadbd && -x /usr/sbin/mariadbd ]] && galera_mariadbd=/usr/sbin/mariadbd
@@ -66,25 +58,10 @@ fi
 galera_dir=""
 cmd_pid=""
 
-process_tree() {
-  local child
-  for child in $(pgrep -P "$1"); do process_tree "$child"; done
-  echo "$1"
-}
-
 cleanup() {
   local status=$?
   trap - EXIT INT TERM HUP
-  if [[ -n $cmd_pid ]] && kill -0 "$cmd_pid" 2>/dev/null; then
-    local pids
-    pids=$(process_tree "$cmd_pid")
-    # shellcheck disable=SC2086  # a list of pids
-    kill -TERM $pids 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$cmd_pid" 2>/dev/null || break; sleep 0.1; done
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null
-    wait "$cmd_pid" 2>/dev/null
-  fi
+  stop_command "$cmd_pid"
   if [[ -n $galera_dir ]]; then
     local node pid
     for node in 1 2 3; do  # thrown away: no clean shutdown needed

@@ -32,19 +32,11 @@
 #   this script creates: the tests connect as the user they run as.
 set -uo pipefail
 
-die() { echo "with-mariadb: $*" >&2; exit 1; }
-warn() { echo "with-mariadb: warning: $*" >&2; }
+helper_name=with-mariadb
+# shellcheck source=tests/helpers/server_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/server_common.sh"
 
 [[ $# -ge 1 ]] || { echo "usage: $0 CMD [ARG...]   (e.g. $0 bash)" >&2; exit 64; }
-
-is_ci() { case "${CI:-}" in true | TRUE | 1 | yes) return 0 ;; *) return 1 ;; esac; }
-
-missing() {
-  if is_ci; then
-    die "$1 (CI=true, so this is fatal; run 'make deps' as root to install it)"
-  fi
-  warn "$1; running without it (install it with 'make deps' as root)"
-}
 
 mariadbd_bin=$(command -v mariadbd || true)
 [[ -z $mariadbd_bin && -x /usr/sbin/mariadbd ]] && mariadbd_bin=/usr/sbin/mariadbd
@@ -68,39 +60,12 @@ dir=""
 cmd_pid=""
 server_pid=""
 
-as_server_user() {
-  if [[ $run_as == "$(id -un)" ]]; then
-    (cd "$dir" && "$@")
-  else
-    (cd "$dir" && runuser -u "$run_as" -- "$@")
-  fi
-}
-
-alive() {
-  local state
-  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [[ $state != Z* ]]
-}
-
-process_tree() {
-  local child
-  for child in $(pgrep -P "$1"); do process_tree "$child"; done
-  echo "$1"
-}
+as_server_user() { run_as_in "$run_as" "$dir" "$@"; }
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM HUP
-  if [[ -n $cmd_pid ]] && alive "$cmd_pid"; then
-    local pids
-    pids=$(process_tree "$cmd_pid")
-    # shellcheck disable=SC2086  # a list of pids
-    kill -TERM $pids 2>/dev/null
-    for _ in $(seq 100); do alive "$cmd_pid" || break; sleep 0.1; done
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null
-    wait "$cmd_pid" 2>/dev/null
-  fi
+  stop_command "$cmd_pid"
   if [[ -n $dir && -s $dir/mariadbd.pid ]]; then
     server_pid=$(<"$dir/mariadbd.pid")
   fi

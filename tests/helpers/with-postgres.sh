@@ -46,20 +46,11 @@
 #   once never collide. It is still random in 20000-60000, as asked.
 set -uo pipefail
 
-die() { echo "with-postgres: $*" >&2; exit 1; }
-warn() { echo "with-postgres: warning: $*" >&2; }
+helper_name=with-postgres
+# shellcheck source=tests/helpers/server_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/server_common.sh"
 
 [[ $# -ge 1 ]] || { echo "usage: $0 CMD [ARG...]   (e.g. $0 bash)" >&2; exit 64; }
-
-is_ci() { case "${CI:-}" in true | TRUE | 1 | yes) return 0 ;; *) return 1 ;; esac; }
-
-# A missing tool: fatal in CI, where every test must run; a warning elsewhere.
-missing() {
-  if is_ci; then
-    die "$1 (CI=true, so this is fatal; run 'make deps' as root to install it)"
-  fi
-  warn "$1; running without it (install it with 'make deps' as root)"
-}
 
 # --- find the tools -----------------------------------------------------------
 
@@ -103,28 +94,7 @@ bouncer_pidfile=""
 
 # Runs a command as the server's user, from the temp dir (its cwd must be
 # readable by that user: initdb and pg_ctl fail in an unreadable one).
-as_pg() {
-  if [[ $run_as == "$(id -un)" ]]; then
-    (cd "$dir" && "$@")
-  else
-    (cd "$dir" && runuser -u "$run_as" -- "$@")
-  fi
-}
-
-# True while process $1 runs. A daemon's exited process can stay a zombie for a
-# while (its parent is init, which may reap slowly), and kill -0 succeeds on one.
-alive() {
-  local state
-  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [[ $state != Z* ]]
-}
-
-# Process $1 and all its descendants, children first.
-process_tree() {
-  local child
-  for child in $(pgrep -P "$1"); do process_tree "$child"; done
-  echo "$1"
-}
+as_pg() { run_as_in "$run_as" "$dir" "$@"; }
 
 # Stops the server of data directory $1, if there is one and it runs.
 stop_server() {
@@ -143,18 +113,7 @@ stop_server() {
 cleanup() {
   local status=$?
   trap - EXIT INT TERM HUP
-  if [[ -n $cmd_pid ]] && alive "$cmd_pid"; then
-    # Interrupted: stop CMD and what it started (a background CMD ignores
-    # SIGINT, and its children would outlive it and hold the server).
-    local pids
-    pids=$(process_tree "$cmd_pid")
-    # shellcheck disable=SC2086  # a list of pids
-    kill -TERM $pids 2>/dev/null
-    for _ in $(seq 100); do alive "$cmd_pid" || break; sleep 0.1; done
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null
-    wait "$cmd_pid" 2>/dev/null
-  fi
+  stop_command "$cmd_pid"
   if [[ -n $bouncer_pidfile && -s $bouncer_pidfile ]]; then
     local bpid
     bpid=$(<"$bouncer_pidfile")
