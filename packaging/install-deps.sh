@@ -45,9 +45,10 @@ TEST_WHY="the tests (make test, make check): doctest, a throwaway PostgreSQL and
 TEST=(doctest-dev postgresql pgbouncer mariadb-server mariadb-client galera-4 rsync sqlite3 tmux faketime
   bindfs python3 python3-jsonschema prometheus chromium)
 # dpkg-dev for dpkg-buildflags and dpkg-shlibdeps, man-db for man -l, lintian
-# to lint the .deb (tests/package/test_deb.sh, run by make check).
-PACKAGE_WHY="make package and the .deb's test: dpkg-dev, man-db, lintian"
-PACKAGE=(dpkg-dev man-db lintian)
+# to lint the .deb, bash-completion and zsh to load the completions it ships
+# (tests/package/test_deb.sh, run by make check).
+PACKAGE_WHY="make package and the .deb's test: dpkg-dev, man-db, lintian, and bash-completion and zsh to try the completions"
+PACKAGE=(dpkg-dev man-db lintian bash-completion zsh)
 # libclang-rt-14-dev holds libFuzzer and the sanitizer runtimes (bookworm's
 # clang is 14).
 TOOLS_WHY="the fuzzers (clang) and make format / check-format (clang-format)"

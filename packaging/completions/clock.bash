@@ -2,8 +2,8 @@
 # Installed as /usr/share/bash-completion/completions/clock (loaded on demand
 # by the bash-completion package). Try it from the source tree with:
 #   source packaging/completions/clock.bash
-# Completes commands, their flags, the values of --format, --log-format and
-# --on-lease-lost, the command after `clock run ... --`, and resource names
+# Completes commands, their flags, the values of --format, --log-format,
+# --event, --on-lease-lost and --leftovers, the command after `clock run ... --`, and resource names
 # (-r, and the PREFIX of status and history) from `clock status --format json`
 # of the database the command line names.
 #
@@ -78,7 +78,7 @@ _clock()
     local cur prev words cword split
     _init_completion -s || return
 
-    local commands='acquire release renew status history run gc init serve'
+    local commands='acquire release renew status history run gc init serve config check missed'
     # Global options; accepted after the command name too.
     local global_opts='--config --database --namespace -v --verbose -q --quiet --log-format'
 
@@ -122,7 +122,7 @@ _clock()
             ;;
         --namespace | --owner | --ttl | --slots | -w | --wait | -E | --conflict-exit-code | \
             --heartbeat | --kill-after | --jitter | --max-runtime | --once-per | --every | --limit | --history-older-than | \
-            --listen | --refresh | --timeline-events)
+            --listen | --refresh | --timeline-events | --since | --ping)
             return
             ;;
         -r | --resource)
@@ -133,16 +133,21 @@ _clock()
             case $cmd in
                 acquire) COMPREPLY=($(compgen -W 'text json shell' -- "$cur")) ;;
                 status) COMPREPLY=($(compgen -W 'table json prometheus' -- "$cur")) ;;
-                history) COMPREPLY=($(compgen -W 'table json' -- "$cur")) ;;
+                history | config) COMPREPLY=($(compgen -W 'table json' -- "$cur")) ;;
+                missed) COMPREPLY=($(compgen -W 'table json nagios' -- "$cur")) ;;
             esac
             return
             ;;
         --event)
-            COMPREPLY=($(compgen -W 'acquired released expired forced lost skipped timed_out killed' -- "$cur"))
+            COMPREPLY=($(compgen -W 'acquired released expired forced lost skipped timed_out killed refused' -- "$cur"))
             return
             ;;
         --on-lease-lost)
             COMPREPLY=($(compgen -W 'kill warn' -- "$cur"))
+            return
+            ;;
+        --leftovers)
+            COMPREPLY=($(compgen -W 'kill wait' -- "$cur"))
             return
             ;;
     esac
@@ -166,10 +171,13 @@ _clock()
         renew) opts='-r --resource --owner --ttl' ;;
         status) opts='--format --all' ;;
         history) opts='--limit --event --format' ;;
-        run) opts="$lock_opts --heartbeat --on-lease-lost --kill-after --jitter --max-runtime --once-per --every --ping --watch-lease --" ;;
+        run) opts="$lock_opts --heartbeat --on-lease-lost --leftovers --kill-after --jitter --max-runtime --once-per --every --ping --watch-lease --" ;;
         gc) opts='--dry-run --history-older-than' ;;
         init) opts='--print-sql' ;;
         serve) opts='--listen --refresh --auth-file --timeline-events' ;;
+        config) opts='--format' ;;
+        check) opts='' ;;
+        missed) opts='--since --format' ;;
         *) return ;;
     esac
 

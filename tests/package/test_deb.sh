@@ -153,11 +153,15 @@ if [[ -r /usr/share/bash-completion/bash_completion ]]; then
       printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' _ "$bash_comp" "$@"
   }
   check "bash completes the commands" \
-    test "$(complete_bash clock '')" = "acquire gc history init release renew run status "
+    test "$(complete_bash clock '')" = "acquire check config gc history init missed release renew run serve status "
   check "bash completes status --format" \
     test "$(complete_bash clock status --format '')" = "json prometheus table "
   check "bash completes run --on-lease-lost" \
     test "$(complete_bash clock run --on-lease-lost '')" = "kill warn "
+  check "bash completes run --leftovers" \
+    test "$(complete_bash clock run --leftovers '')" = "kill wait "
+  check "bash completes missed --format" \
+    test "$(complete_bash clock missed --format '')" = "json nagios table "
 else
   skip "bash completion behaviour (bash-completion not installed)"
 fi
