@@ -2,6 +2,7 @@
 // cmd/ writes it out.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ std::string render_grants(const lock::OwnerCredential& owner,
 // `clock status`: holders and waiters, as a table (coloured if `colour`), JSON
 // (schema: packaging/schema/status.schema.json) or Prometheus text.
 std::string render_status(const store::Snapshot& snapshot, Format format, bool colour = false);
+
+// render_status(snapshot, Format::json) for a caller that has no further use
+// of the holders (clock serve's refresh): each is moved out of `snapshot` and
+// freed once written, so that the rows and the text are not both whole in
+// memory; `every_thousand`, if set, is called after each 1,000 holders (to
+// give the freed memory back). The holders are left moved-from.
+std::string render_status_json_draining(store::Snapshot& snapshot,
+                                        const std::function<void()>& every_thousand);
 
 // `clock history`: newest first, as a table or JSON (packaging/schema/history.schema.json).
 std::string render_history(const std::vector<store::HistoryEvent>& events, Format format);

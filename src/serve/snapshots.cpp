@@ -54,23 +54,21 @@ std::shared_ptr<const View> Snapshots::read() {
   m_store->rest();
   const auto started = std::chrono::steady_clock::now();
   auto view = std::make_shared<View>();
-  store::StatusQuery status_query;
-  status_query.ns = m_options.ns;
-  auto snapshot = m_store->status(status_query);
-  snapshot.expected = m_store->expected_runs({m_options.ns, std::nullopt, std::nullopt});
-  store::HistoryQuery recent;
-  recent.ns = m_options.ns;
-  recent.limit = m_options.timeline_events;
-  view->now = snapshot.now;
-  // The timeline first, its events freed before the status is rendered:
-  // the peak holds the rows and one set of renderings, not both row sets.
+  // One set of rows in memory at a time, each freed before the next is read:
+  // the expected runs (small, and the database's now for the timeline),
+  // then the timeline's events, then the status rows, which go as their
+  // JSON is written.
+  auto expected = m_store->expected_runs({m_options.ns, std::nullopt, std::nullopt});
   std::size_t event_count = 0;
   {
+    store::HistoryQuery recent;
+    recent.ns = m_options.ns;
+    recent.limit = m_options.timeline_events;
     auto events = m_store->history(recent);
     event_count = events.size();
     // The widest zoom; older events were read only because fewer than the
     // limit happened since.
-    const lock::Instant from = view->now - m_options.window;
+    const lock::Instant from = expected.now - m_options.window;
     const bool truncated = static_cast<int>(events.size()) >= m_options.timeline_events;
     std::erase_if(events, [&](const store::HistoryEvent& event) {
       // An end inside the window keeps its hold's start, whenever it was.
@@ -82,15 +80,26 @@ std::shared_ptr<const View> Snapshots::read() {
       return interval.end && interval.end->at < from;
     });
     view->timeline_json =
-        std::make_shared<const std::string>(timeline_json(timeline, view->now, from, truncated));
+        std::make_shared<const std::string>(timeline_json(timeline, expected.now, from, truncated));
   }
+  // The events' pages go back before the status rows come in, and SQLite's
+  // page cache, filled by the history read, is not needed again.
+  malloc_trim(0);
+  m_store->rest();
+  store::StatusQuery status_query;
+  status_query.ns = m_options.ns;
+  auto snapshot = m_store->status(status_query);
+  snapshot.expected = std::move(expected);
+  view->now = snapshot.now;
   ++m_reads;
   view->taken = std::chrono::steady_clock::now();
-  view->status_json =
-      std::make_shared<const std::string>(output::render_status(snapshot, output::Format::json));
   view->metrics = std::make_shared<const std::string>(
       output::render_status(snapshot, output::Format::prometheus));
+  // The JSON last, each holder freed once written (and the freed pages given
+  // back as it goes): the peak holds the rows or their text, not both whole.
   const auto holders = snapshot.holders.size();
+  view->status_json = std::make_shared<const std::string>(
+      output::render_status_json_draining(snapshot, [] { malloc_trim(0); }));
   const auto waiters = snapshot.waiters.size();
   // -v: one line per read, so that an operator (and tests/bench) can see
   // that open pages share them.

@@ -313,6 +313,11 @@ int Database::after_commit(void* self, sqlite3* db, const char* name, int frames
   return SQLITE_OK;
 }
 
+void Database::release_memory() noexcept {
+  if (m_db)
+    sqlite3_db_release_memory(m_db);
+}
+
 void Database::checkpoint_when_idle() noexcept {
   // More than one commit (a grant after queueing): others want this lock,
   // and one may be queued behind this holder too, whose wait a checkpoint

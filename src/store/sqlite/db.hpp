@@ -44,6 +44,9 @@ class Database {
   // automatic one. Never throws.
   void checkpoint_when_idle() noexcept;
 
+  // Gives the page cache's unused pages back to the heap. Never throws.
+  void release_memory() noexcept;
+
   // Throws the clk::Error that `rc` means, naming the file and `what`.
   [[noreturn]] void fail(int rc, std::string_view what) const;
 

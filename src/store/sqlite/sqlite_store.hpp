@@ -103,6 +103,10 @@ class SqliteStore final : public Store {
     }
     m_db.checkpoint_when_idle();
   }
+  // Between calls the connection keeps no lock, only its page cache (up to
+  // 2 MiB): its unused pages go back to the heap, for a caller that keeps the
+  // store open between reads (clock serve) or between renewals.
+  void rest() override { m_db.release_memory(); }
   bool may_exit_without_closing() const override { return true; }
   // One file on one host: nothing to warn about.
   std::vector<std::string> setup_warnings() override { return {}; }
