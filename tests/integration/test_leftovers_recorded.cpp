@@ -231,8 +231,7 @@ TEST_SUITE("run") {
     auto leaving = [&](const std::vector<std::string>& flags) {
       std::vector<std::string> args = {"--config", config, "run", "-r", "x"};
       args.insert(args.end(), flags.begin(), flags.end());
-      args.insert(args.end(),
-                  {"--", "sh", "-c", "setsid sleep 0.3 </dev/null >/dev/null 2>&1 &"});
+      args.insert(args.end(), {"--", "sh", "-c", "setsid sleep 0.3 </dev/null >/dev/null 2>&1 &"});
       CHECK_EXIT(env.clock(args), 0);
       auto left = last_event(env, "x", "released").at("leftovers");
       REQUIRE(left.size() == 1);
