@@ -53,6 +53,7 @@ class Snapshots {
 
  private:
   std::shared_ptr<const View> read();
+  void give_back_memory();
 
   OpenStore m_open;
   SnapshotOptions m_options;
