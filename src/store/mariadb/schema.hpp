@@ -28,4 +28,9 @@ std::string print_sql();
 // that may not create what is missing gets clk::Error(config).
 void migrate(Connection& connection);
 
+// Whether the database holds every migration this binary knows and the
+// procedures' current stamp: one query, no lock. False for a database with
+// no clock tables.
+bool is_current(Connection& connection);
+
 }  // namespace clk::store::mariadb
