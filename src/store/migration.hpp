@@ -1,5 +1,6 @@
 // A schema migration embedded from sql/<backend>/migrations/NNN_name.sql at
-// build time, or a file of sql/postgres/functions/ (NN_concern.sql).
+// build time, or a file of sql/postgres/functions/ or sql/mariadb/procedures/
+// (NN_concern.sql).
 #pragma once
 
 #include <string_view>
@@ -21,6 +22,10 @@ const std::vector<store::Migration>& sqlite_migrations();
 const std::vector<store::Migration>& postgres_migrations();
 // sql/mariadb/migrations, embedded in the MariaDB module only.
 const std::vector<store::Migration>& mariadb_migrations();
+// The files of sql/mariadb/procedures/ and the sha256 (hex) of their texts,
+// in the MariaDB module only.
+const std::vector<store::Migration>& mariadb_procedures();
+std::string_view mariadb_procedures_sha256();
 // The files of sql/postgres/functions/ and the sha256 (hex) of their texts.
 const std::vector<store::Migration>& postgres_functions();
 std::string_view postgres_functions_sha256();

@@ -4,12 +4,16 @@
 // main below, which ctest reports as skipped).
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -67,6 +71,84 @@ Trouble trouble_of(const std::function<void()>& call, unsigned* number = nullptr
   return Trouble::internal;
 }
 
+// A procedure of the shape of clock's: one transaction, rolled back and
+// the error passed on by its exit handler.
+constexpr const char* k_bump_procedure =
+    "CREATE PROCEDURE bump() BEGIN\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  START TRANSACTION;\n"
+    "  UPDATE r SET v = v + 1 WHERE k = 1;\n"
+    "  COMMIT;\n"
+    "  SELECT v FROM r WHERE k = 1;\n"
+    "END";
+
+// A global status counter of the server.
+long status_value(Connection& connection, const std::string& name) {
+  auto rows = connection
+                  .prepare("status",
+                           "SELECT variable_value FROM information_schema.global_status "
+                           "WHERE variable_name = ?")
+                  .query({name});
+  REQUIRE(rows.size() == 1);
+  return std::stol(rows[0].at(0).value_or("0"));
+}
+
+// Waits, looking every 5 ms, until `ready` says so (at most a minute).
+void await(const std::function<bool()>& ready) {
+  auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (!ready()) {
+    REQUIRE(std::chrono::steady_clock::now() < give_up);
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+// The throwaway server of with-mariadb.sh: its directory holds my.cnf and
+// mariadbd.pid, and it runs as CLOCK_TEST_MARIADB_RUN_AS.
+std::string server_dir() {
+  std::string data = std::getenv("CLOCK_TEST_MARIADB_DATA");
+  return data.substr(0, data.rfind('/'));
+}
+
+pid_t server_pid() {
+  std::FILE* in = std::fopen((server_dir() + "/mariadbd.pid").c_str(), "r");
+  REQUIRE(in);
+  long pid = 0;
+  REQUIRE(std::fscanf(in, "%ld", &pid) == 1);
+  std::fclose(in);
+  return static_cast<pid_t>(pid);
+}
+
+// Shuts the server down (SIGTERM) and waits until its process is gone.
+void stop_server() {
+  pid_t pid = server_pid();
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  await([&] { return ::kill(pid, 0) != 0; });
+}
+
+// Starts the server again, as with-mariadb.sh does, without waiting.
+void start_server() {
+  const char* run_as = std::getenv("CLOCK_TEST_MARIADB_RUN_AS");
+  std::string as_user =
+      run_as && ::getuid() == 0 ? std::string("runuser -u ") + run_as + " -- " : "";
+  std::string command = "cd '" + server_dir() + "' && " + as_user +
+                        "$(command -v mariadbd || echo /usr/sbin/mariadbd) --defaults-file='" +
+                        server_dir() + "/my.cnf' >/dev/null 2>&1 &";
+  REQUIRE(std::system(command.c_str()) == 0);
+}
+
+// Waits until the server answers again.
+void await_server() {
+  await([] {
+    try {
+      Connection probe(options_for("mysql"));
+      probe.open();
+      return true;
+    } catch (const ServerTrouble&) {
+      return false;
+    }
+  });
+}
+
 }  // namespace
 
 TEST_SUITE("mariadb connection") {
@@ -113,6 +195,16 @@ TEST_SUITE("mariadb connection") {
     CHECK(one_value(connection, "SELECT @@session.time_zone") == "+00:00");
     CHECK(one_value(connection, "SELECT @@character_set_client") == "utf8mb4");
     CHECK(one_value(connection, "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())") == "0");
+  }
+
+  TEST_CASE("a session waits for a row lock 5 s, or what the options say, not the server's 50 s") {
+    std::string database = fresh_database();
+    Connection connection(options_for(database));
+    CHECK(one_value(connection, "SELECT @@session.innodb_lock_wait_timeout") == "5");
+    ConnectOptions options = options_for(database);
+    options.lock_wait_timeout = 1s;
+    Connection short_wait(options);
+    CHECK(one_value(short_wait, "SELECT @@session.innodb_lock_wait_timeout") == "1");
   }
 
   TEST_CASE("a lock wait timeout (1205) is a retry, and the connection stays usable") {
@@ -291,5 +383,200 @@ TEST_SUITE("mariadb connection") {
     Connection refused(options);
     CHECK(trouble_of([&] { refused.open(); }) == Trouble::refused);
     std::remove(file.c_str());
+  }
+
+  TEST_CASE("call() sends a CALL again after a lock wait timeout (1205) until it gets through") {
+    std::string database = fresh_database();
+    Connection holder(options_for(database));
+    holder.execute("create", "CREATE TABLE r (k INT PRIMARY KEY, v INT) ENGINE=InnoDB");
+    holder.execute("insert", "INSERT INTO r VALUES (1, 0)");
+    holder.execute("procedure", k_bump_procedure);
+    holder.execute("begin", "START TRANSACTION");
+    holder.execute("lock", "UPDATE r SET v = 10 WHERE k = 1");
+    ConnectOptions options = options_for(database);
+    options.lock_wait_timeout = 1s;
+    Connection caller(options);
+    caller.set_deadline(std::chrono::steady_clock::now() + 30s);
+    Connection watcher(options_for(database));
+    const long waits_before = status_value(watcher, "Innodb_row_lock_waits");
+    // The holder lets go once the caller waited a second time: it was told
+    // 1205 once and sent the CALL again.
+    std::atomic<bool> done{false};
+    std::thread releaser([&] {
+      await([&] {
+        return done || status_value(watcher, "Innodb_row_lock_waits") >= waits_before + 2;
+      });
+      holder.execute("commit", "COMMIT");
+    });
+    std::vector<Row> rows;
+    std::string error;
+    try {
+      rows = caller.call("bump", "CALL bump()", {});
+    } catch (const clk::Error& e) {
+      error = e.what();
+    }
+    done = true;
+    releaser.join();
+    CHECK(error == "");
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at(0) == "11");
+    CHECK(status_value(watcher, "Innodb_row_lock_waits") >= waits_before + 2);
+  }
+
+  TEST_CASE("call() sends a CALL again after a deadlock (1213) rolled it back") {
+    std::string database = fresh_database();
+    Connection other(options_for(database));
+    other.execute("create", "CREATE TABLE r (k INT PRIMARY KEY, v INT) ENGINE=InnoDB");
+    other.execute("insert", "INSERT INTO r SELECT seq, 0 FROM seq_1_to_20");
+    other.execute("procedure",
+                  "CREATE PROCEDURE cross_rows() BEGIN\n"
+                  "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+                  "  START TRANSACTION;\n"
+                  "  UPDATE r SET v = v + 1 WHERE k = 1;\n"
+                  "  UPDATE r SET v = v + 1 WHERE k = 2;\n"
+                  "  COMMIT;\n"
+                  "  SELECT v FROM r WHERE k = 2;\n"
+                  "END");
+    Connection watcher(options_for(database));
+    const long deadlocks_before = status_value(watcher, "Innodb_deadlocks");
+    // The other transaction writes 19 rows, the CALL one: InnoDB rolls back
+    // the smaller, the CALL, when the two wait for each other.
+    other.execute("begin", "START TRANSACTION");
+    other.execute("rows 2-20", "UPDATE r SET v = v + 100 WHERE k >= 2");
+    Connection caller(options_for(database));
+    caller.set_deadline(std::chrono::steady_clock::now() + 30s);
+    std::atomic<bool> done{false};
+    std::string other_error;
+    std::thread closer([&] {
+      await([&] { return done || status_value(watcher, "Innodb_row_lock_current_waits") >= 1; });
+      try {
+        other.execute("row 1", "UPDATE r SET v = v + 100 WHERE k = 1");
+        other.execute("commit", "COMMIT");
+      } catch (const clk::Error& e) {
+        other_error = e.what();
+      }
+    });
+    std::vector<Row> rows;
+    std::string error;
+    try {
+      rows = caller.call("cross rows", "CALL cross_rows()", {});
+    } catch (const clk::Error& e) {
+      error = e.what();
+    }
+    done = true;
+    closer.join();
+    CHECK(other_error == "");
+    CHECK(error == "");
+    CHECK(status_value(watcher, "Innodb_deadlocks") == deadlocks_before + 1);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at(0) == "101");  // the other's +100, then the CALL's +1, once
+    CHECK(one_value(watcher, "SELECT v FROM r WHERE k = 1") == "101");
+  }
+
+  TEST_CASE("call() waits for a server that stops and starts again within its deadline") {
+    std::string database = fresh_database();
+    Connection caller(options_for(database));
+    caller.execute("procedure", "CREATE PROCEDURE one() SELECT 1");
+    REQUIRE(one_value(caller, "SELECT 1") == "1");  // open before the stop
+    stop_server();
+    // Down for about 3 s, the outage this case is about.
+    std::thread restarter([] {
+      std::this_thread::sleep_for(3s);
+      start_server();
+    });
+    caller.set_deadline(std::chrono::steady_clock::now() + 30s);
+    std::vector<Row> rows;
+    std::string error;
+    try {
+      rows = caller.call("one", "CALL one()", {});
+    } catch (const clk::Error& e) {
+      error = e.what();
+    }
+    restarter.join();
+    await_server();
+    CHECK(error == "");
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at(0) == "1");
+  }
+
+  TEST_CASE("call() gives up on a server that stays down with 69 once its deadline passes") {
+    std::string database = fresh_database();
+    Connection caller(options_for(database));
+    caller.execute("procedure", "CREATE PROCEDURE one() SELECT 1");
+    stop_server();
+    auto started = std::chrono::steady_clock::now();
+    caller.set_deadline(started + 2s);
+    std::optional<clk::Error> error;
+    try {
+      caller.call("one", "CALL one()", {});
+    } catch (const clk::Error& e) {
+      error = e;
+    }
+    auto took = std::chrono::steady_clock::now() - started;
+    start_server();
+    await_server();
+    REQUIRE(error.has_value());
+    CHECK(error->code() == clk::ExitCode::unavailable);
+    CHECK(std::string(error->what()).find("gave up after trying for") != std::string::npos);
+    CHECK(std::string(error->what()).find('\n') == std::string::npos);
+    CHECK(took >= 1900ms);  // not before the deadline
+  }
+
+  TEST_CASE("call() waits while the server is full (1040) until a connection is free") {
+    std::string database = fresh_database();
+    Connection admin(options_for(database));  // root: opened before the limit
+    const std::string user = "held_" + std::to_string(::getpid());
+    admin.execute("user", "CREATE USER '" + user + "'@'localhost' IDENTIFIED BY 'pw'");
+    admin.execute("grant", "GRANT ALL ON `" + database + "`.* TO '" + user + "'@'localhost'");
+    admin.execute("procedure", "CREATE PROCEDURE one() SELECT 1");
+    ConnectOptions as_user;
+    as_user.url =
+        clk::store::parse_mariadb_url("mariadb://" + user + ":pw@localhost/" + database +
+                                      "?socket=" + std::getenv("CLOCK_TEST_MARIADB_SOCKET"));
+    as_user.connect_timeout = 5s;
+    const std::string old_limit = one_value(admin, "SELECT @@GLOBAL.max_connections");
+    admin.execute("limit", "SET GLOBAL max_connections = 3");
+    // Connections held open by the test until the server refuses one.
+    std::vector<std::unique_ptr<Connection>> held;
+    unsigned refused_with = 0;
+    for (int i = 0; i < 10 && refused_with == 0; ++i) {
+      auto connection = std::make_unique<Connection>(as_user);
+      try {
+        connection->open();
+        held.push_back(std::move(connection));
+      } catch (const ServerTrouble& trouble) {
+        refused_with = trouble.number();
+      }
+    }
+    // Connections counts every attempt, refused ones too: nothing else
+    // connects while the server is full.
+    const long attempts = status_value(admin, "Connections");
+    Connection caller(as_user);
+    caller.set_deadline(std::chrono::steady_clock::now() + 30s);
+    std::atomic<bool> done{false};
+    std::thread freer([&] {
+      // One connection is let go once the caller was refused and came back.
+      await([&] { return done || status_value(admin, "Connections") >= attempts + 2; });
+      if (!held.empty())
+        held.pop_back();
+    });
+    std::vector<Row> rows;
+    std::string error;
+    try {
+      rows = caller.call("one", "CALL one()", {});
+    } catch (const clk::Error& e) {
+      error = e.what();
+    }
+    done = true;
+    freer.join();
+    const long caller_attempts = status_value(admin, "Connections") - attempts;
+    admin.execute("limit", "SET GLOBAL max_connections = " + old_limit);
+    held.clear();
+    admin.execute("drop user", "DROP USER '" + user + "'@'localhost'");
+    CHECK(refused_with == 1040);
+    CHECK(caller_attempts >= 3);  // refused, back again, let in
+    CHECK(error == "");
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].at(0) == "1");
   }
 }

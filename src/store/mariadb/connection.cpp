@@ -110,13 +110,15 @@ void Connection::open() {
   unsigned int read = whole_seconds(m_options.read_timeout);
   unsigned int write = whole_seconds(m_options.write_timeout);
   my_bool off = 0;
+  const std::string init_command = "SET time_zone = '+00:00', innodb_lock_wait_timeout = " +
+                                   std::to_string(whole_seconds(m_options.lock_wait_timeout));
   try {
     set_option(handle, MYSQL_OPT_CONNECT_TIMEOUT, &connect);
     set_option(handle, MYSQL_OPT_READ_TIMEOUT, &read);
     set_option(handle, MYSQL_OPT_WRITE_TIMEOUT, &write);
     set_option(handle, MYSQL_OPT_RECONNECT, &off);
     set_option(handle, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    set_option(handle, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
+    set_option(handle, MYSQL_INIT_COMMAND, init_command.c_str());
     set_option(handle, MYSQL_READ_DEFAULT_GROUP, url.option_group.c_str());
     set_string(handle, MYSQL_READ_DEFAULT_FILE, url.defaults_file);
     set_tls(handle, url.tls);

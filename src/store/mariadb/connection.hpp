@@ -79,7 +79,14 @@ struct ConnectOptions {
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds read_timeout{10};
   std::chrono::seconds write_timeout{10};
+  // How long one statement waits for a row lock before 1205 (the analogue
+  // of PostgreSQL's lock_timeout); whole seconds, at least 1.
+  std::chrono::seconds lock_wait_timeout{5};
 };
+
+// Until a caller sets a deadline: a one-shot command's patience, as on
+// PostgreSQL.
+inline constexpr std::chrono::seconds k_default_patience{10};
 
 class Statement;
 
@@ -105,6 +112,21 @@ class Connection {
   // A prepared statement on this connection; valid while it stays open.
   Statement prepare(std::string_view what, const std::string& sql);
 
+  // The calls that follow retry server trouble until `retry_until` (none
+  // starts after it; a call that cannot succeed by then throws unavailable,
+  // 69). Without it, each call tries for k_default_patience.
+  void set_deadline(std::chrono::steady_clock::time_point retry_until);
+
+  // Runs one prepared statement (a CALL of a clock procedure, each one
+  // transaction) and returns every row of its first result, waiting out
+  // server trouble (call.cpp): Trouble::unavailable closes the connection,
+  // backs off (util::Backoff) and sends it again on a new one;
+  // Trouble::retry (1213, 1205: the transaction was rolled back) backs off
+  // and sends it again on the same one. Past the deadline it throws
+  // clk::Error(unavailable) with the last trouble; refused and internal
+  // trouble is thrown at once. Only for statements that may be sent twice.
+  std::vector<Row> call(std::string_view what, const std::string& sql, const Params& params);
+
   // The server's version string ("10.11.6-MariaDB-0+deb12u1").
   std::string server_version();
 
@@ -114,6 +136,7 @@ class Connection {
 
   ConnectOptions m_options;
   st_mysql* m_handle = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> m_retry_until;
 };
 
 // A prepared statement. Every call binds exactly as many parameters as the

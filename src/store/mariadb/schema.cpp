@@ -2,6 +2,7 @@
 #include "store/mariadb/schema.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "error.hpp"
@@ -18,6 +19,15 @@ constexpr const char* k_bookkeeping =
     "  name       VARCHAR(255) NOT NULL,\n"
     "  applied_at DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6)\n"
     ") ENGINE=InnoDB";
+
+// The one row of procedures_stamp (migration 003).
+constexpr const char* k_record_stamp =
+    "INSERT INTO procedures_stamp (id, sha256) VALUES (1, ?) "
+    "ON DUPLICATE KEY UPDATE sha256 = VALUES(sha256), applied_at = UTC_TIMESTAMP(6)";
+
+// Ends each procedure file in --print-sql: a delimiter that no file holds, so
+// the mariadb client sends a file whole, as clock init does.
+constexpr const char* k_print_delimiter = "$$";
 
 constexpr const char* k_lock_name = "CONCAT('clock.migrate.', DATABASE())";
 constexpr std::int64_t k_lock_wait_seconds = 30;
@@ -68,6 +78,29 @@ void apply_missing(Connection& connection) {
   }
 }
 
+// The stamp the database records for its procedures; nullopt if none.
+std::optional<std::string> recorded_stamp(Connection& connection) {
+  auto rows =
+      connection
+          .prepare("read procedures_stamp", "SELECT sha256 FROM procedures_stamp WHERE id = 1")
+          .query({});
+  if (rows.empty())
+    return std::nullopt;
+  return rows[0].at(0);
+}
+
+// Applies every procedure file again when the recorded stamp is not this
+// binary's, then records it. Under the migration lock, so two inits never
+// apply at once and the second sees the first's stamp.
+void apply_procedures(Connection& connection) {
+  const std::string stamp(sql::mariadb_procedures_sha256());
+  if (recorded_stamp(connection) == stamp)
+    return;
+  for (const Migration& file : sql::mariadb_procedures())
+    connection.execute_script("procedures " + std::string(file.name), std::string(file.sql));
+  connection.prepare("record procedures_stamp", k_record_stamp).execute({stamp});
+}
+
 }  // namespace
 
 int latest_version() {
@@ -89,7 +122,48 @@ std::string print_sql() {
       sql += '\n';
     sql += record_sql(migration) + ";\n";
   }
+  // The procedures, each file one statement for the client (DELIMITER), then
+  // the stamp that tells clock init they are current.
+  const std::string delimiter = k_print_delimiter;
+  sql +=
+      "\n-- sql/mariadb/procedures: every file again (CREATE OR REPLACE), then their stamp.\n"
+      "DELIMITER " +
+      delimiter + "\n";
+  for (const Migration& file : sql::mariadb_procedures()) {
+    sql += "\n-- " + std::string(file.name) + ".sql\n" + std::string(file.sql);
+    if (!sql.ends_with('\n'))
+      sql += '\n';
+    sql += delimiter + "\n";
+  }
+  sql +=
+      "DELIMITER ;\n"
+      "INSERT INTO procedures_stamp (id, sha256) VALUES (1, '" +
+      std::string(sql::mariadb_procedures_sha256()) +
+      "')\n  ON DUPLICATE KEY UPDATE sha256 = VALUES(sha256), applied_at = UTC_TIMESTAMP(6);\n";
   return sql;
+}
+
+bool is_current(Connection& connection) {
+  // Every version this binary knows, not max(version): numbers are assigned
+  // to branches ahead of merging, so a schema may hold 003 and lack 002.
+  std::string versions;
+  for (const Migration& migration : sql::mariadb_migrations())
+    versions += (versions.empty() ? "" : ",") + std::to_string(migration.version);
+  try {
+    auto rows = connection
+                    .prepare("check the schema version",
+                             "SELECT (SELECT COUNT(*) FROM schema_migrations WHERE version IN (" +
+                                 versions +
+                                 ")) = ? AND (SELECT sha256 FROM procedures_stamp WHERE id = 1) "
+                                 "<=> ?")
+                    .query({static_cast<std::int64_t>(sql::mariadb_migrations().size()),
+                            std::string(sql::mariadb_procedures_sha256())});
+    return !rows.empty() && rows[0].at(0) == "1";
+  } catch (const ServerTrouble& trouble) {
+    if (trouble.number() == 1146)  // no such table: no clock schema yet
+      return false;
+    throw;
+  }
 }
 
 void migrate(Connection& connection) {
@@ -104,6 +178,7 @@ void migrate(Connection& connection) {
   }
   try {
     apply_missing(connection);
+    apply_procedures(connection);
   } catch (const ServerTrouble& trouble) {
     connection.close();  // ends the session, and so its GET_LOCK
     if (is_privilege_error(trouble.number())) {

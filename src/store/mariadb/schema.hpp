@@ -1,5 +1,6 @@
-// The MariaDB schema: the embedded migrations of sql/mariadb/migrations,
-// applied by `clock init` and printed by `clock init --print-sql`.
+// The MariaDB schema: the embedded migrations of sql/mariadb/migrations and
+// procedures of sql/mariadb/procedures, applied by `clock init` and printed
+// by `clock init --print-sql`.
 #pragma once
 
 #include <string>
@@ -12,15 +13,24 @@ class Connection;
 int latest_version();
 
 // The DDL for a database administrator: the bookkeeping table, then every
-// migration and the row that records it. Runs with the mariadb client
+// migration and the row that records it, then every procedure file (between
+// DELIMITER lines, so the client sends each file whole) and their stamp. Runs with the mariadb
+// client
 // (`mariadb DB < file`) on an empty database, or again on one it made.
 std::string print_sql();
 
 // Applies each embedded migration that schema_migrations does not list, in
 // order, under GET_LOCK('clock.migrate.<database>') so that two hosts
 // migrating at once take turns (MariaDB commits DDL at once: a migration is
-// not one transaction, so each file is written to be run again). A login
+// not one transaction, so each file is written to be run again); then, under
+// the same lock, applies every procedure file again if procedures_stamp does
+// not hold the sha256 of this binary's files, and records it. A login
 // that may not create what is missing gets clk::Error(config).
 void migrate(Connection& connection);
+
+// Whether the database holds every migration this binary knows and the
+// procedures' current stamp: one query, no lock. False for a database with
+// no clock tables.
+bool is_current(Connection& connection);
 
 }  // namespace clk::store::mariadb

@@ -22,22 +22,59 @@ class MariadbStore : public Store {
  public:
   explicit MariadbStore(const StoreOptions& options) : m_connection(connect_options(options)) {}
 
-  Attempt try_acquire(const LockRequest&, bool) override { not_finished("acquire"); }
-  void leave_queue(const LockRequest&) override { not_finished("leaving the queue"); }
+  Attempt try_acquire(const LockRequest&, bool) override {
+    first_use();
+    not_finished("acquire");
+  }
+  void leave_queue(const LockRequest&) override {
+    first_use();
+    not_finished("leaving the queue");
+  }
   void record_missed_run(const LockRequest&, EventKind, const std::optional<InTheWay>&) override {
+    first_use();
     not_finished("history of runs that did not happen");
   }
-  void wait_for_change(std::chrono::steady_clock::time_point) override { not_finished("waiting"); }
-  void renew(const RenewRequest&) override { not_finished("renew"); }
-  bool still_holds(const RenewRequest&) override { not_finished("lease watch"); }
+  void wait_for_change(std::chrono::steady_clock::time_point) override {
+    first_use();
+    not_finished("waiting");
+  }
+  void renew(const RenewRequest&) override {
+    first_use();
+    not_finished("renew");
+  }
+  bool still_holds(const RenewRequest&) override {
+    first_use();
+    not_finished("lease watch");
+  }
   std::optional<milliseconds> still_holds_interval() const override { return std::nullopt; }
-  std::vector<Released> release(const ReleaseRequest&) override { not_finished("release"); }
-  void note_leftovers(const LeftoversNote&) override { not_finished("recording leftovers"); }
-  void expect_runs(const Expectation&) override { not_finished("expected runs"); }
-  ExpectedRuns expected_runs(const ExpectedQuery&) override { not_finished("expected runs"); }
-  Snapshot status(const StatusQuery&) override { not_finished("status"); }
-  std::vector<HistoryEvent> history(const HistoryQuery&) override { not_finished("history"); }
-  GcReport gc(const GcOptions&) override { not_finished("gc"); }
+  std::vector<Released> release(const ReleaseRequest&) override {
+    first_use();
+    not_finished("release");
+  }
+  void note_leftovers(const LeftoversNote&) override {
+    first_use();
+    not_finished("recording leftovers");
+  }
+  void expect_runs(const Expectation&) override {
+    first_use();
+    not_finished("expected runs");
+  }
+  ExpectedRuns expected_runs(const ExpectedQuery&) override {
+    first_use();
+    not_finished("expected runs");
+  }
+  Snapshot status(const StatusQuery&) override {
+    first_use();
+    not_finished("status");
+  }
+  std::vector<HistoryEvent> history(const HistoryQuery&) override {
+    first_use();
+    not_finished("history");
+  }
+  GcReport gc(const GcOptions&) override {
+    first_use();
+    not_finished("gc");
+  }
 
   void migrate() override {
     mariadb::migrate(m_connection);
@@ -47,6 +84,17 @@ class MariadbStore : public Store {
   std::vector<std::string> setup_warnings() override { return {}; }
 
  private:
+  // Migrates on the first operation of a process when the database is not
+  // current (no schema yet, a migration or the procedures of a newer clock
+  // missing), as the PostgreSQL store does: one query per process.
+  void first_use() {
+    if (m_checked)
+      return;
+    if (!mariadb::is_current(m_connection))
+      mariadb::migrate(m_connection);
+    m_checked = true;
+  }
+
   static mariadb::ConnectOptions connect_options(const StoreOptions& options) {
     mariadb::ConnectOptions out;
     out.url = parse_mariadb_url(options.url);
@@ -58,6 +106,7 @@ class MariadbStore : public Store {
   }
 
   mariadb::Connection m_connection;
+  bool m_checked = false;
 };
 
 }  // namespace
