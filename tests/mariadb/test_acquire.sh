@@ -126,7 +126,6 @@ r=$(acq n '["a"]' $o1 exclusive 0 TRUE re-1)
 check "re-entry by the holder: depth 2, the same token" same "$(js "$r" 'd["outcome"], d["grants"][0]["depth"], d["grants"][0]["token"]')" "('granted', 2, $t1)"
 r=$(acq n '["a"]' $o1 exclusive 0 TRUE re-1)
 check "a retried request id returns its grant (depth stays 2)" same "$(js "$r" 'd["outcome"], d["grants"][0]["depth"]')" "('granted', 2)"
-history_before=$(count history)
 r=$(acq n '["a"]' $o1 exclusive 0 TRUE re-2 wrong-secret)
 check "a wrong secret is refused (not_proven)" same "$(js "$r" 'd["outcome"], d["resource"]')" "('not_proven', 'a')"
 check "and recorded 'refused' with who asked, the lease unchanged" \
@@ -233,6 +232,54 @@ overlaps=$(q "SELECT COUNT(*) FROM history a JOIN history r ON r.namespace = a.n
               WHERE a.namespace = 'cc' AND a.event = 'acquired'")
 check "no two related grants overlapped" same "$overlaps" 0
 check "every grant was released" same "$(count "history WHERE namespace = 'cc' AND event = 'acquired'")" "$(count "history WHERE namespace = 'cc' AND event = 'released'")"
+
+# Queued waiters on two hierarchies at once: each worker (a test-only
+# procedure in one mariadb process) asks for two resources of c and d in
+# either order, attempts again until granted as clock does (its request id
+# kept, so it keeps its place), checks while holding that no other owner
+# holds a related lease, then releases. Requests in both orders must not
+# deadlock the server (slot rows in slot order) nor the model (a waiter
+# holds nothing).
+as_root --delimiter='#@!' "$db" -e "CREATE TABLE test_violations (k INT, i INT, n INT)#@!
+CREATE PROCEDURE test_worker(IN k INT, IN rounds INT)
+BEGIN
+  DECLARE i INT DEFAULT 0;
+  DECLARE v_owner CHAR(36) DEFAULT CONCAT(LPAD(k, 8, '0'), '-0000-4000-8000-', LPAD(k, 12, '0'));
+  DECLARE v_res LONGTEXT;
+  DECLARE v_got INT;
+  DECLARE v_others INT;
+  WHILE i < rounds DO
+    SET v_res = ELT(1 + (i + k) % 4, '[\"c.x\", \"d\"]', '[\"d.y\", \"c\"]',
+                    '[\"c\", \"d.y.z\"]', '[\"d\", \"c.x\"]');
+    SET v_got = 0;
+    WHILE v_got < 2 DO
+      CALL clock_try_acquire('qq', v_res, 'exclusive', 0, v_owner, 5000, CONCAT('w', k, '-', i),
+                             TRUE, CONCAT('h', k), '', k, '', '', NULL, FALSE, CONCAT('s', k), '',
+                             NULL);
+      SELECT COUNT(*) INTO v_got FROM leases WHERE namespace = 'qq' AND owner = v_owner;
+      IF v_got < 2 THEN DO SLEEP(0.002); END IF;
+    END WHILE;
+    SELECT COUNT(*) INTO v_others FROM leases m JOIN leases o
+      ON o.namespace = m.namespace AND o.owner <> m.owner AND clock_acq_related(o.resource, m.resource)
+    WHERE m.namespace = 'qq' AND m.owner = v_owner;
+    IF v_others > 0 THEN INSERT INTO test_violations VALUES (k, i, v_others); END IF;
+    CALL clock_release('qq', v_res, v_owner, CONCAT('s', k), '', CONCAT('h', k), '[]', FALSE);
+    SET i = i + 1;
+  END WHILE;
+END"
+workers=4
+wrounds=25
+pids=()
+for k in $(seq 1 $workers); do
+  as_root "$db" -e "CALL test_worker($k, $wrounds)" >/dev/null 2>"/tmp/acquire_$$_w$k.err" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+errors=$(cat /tmp/acquire_$$_w*.err)
+rm -f /tmp/acquire_$$_w*
+check "$workers queued workers x $wrounds two-hierarchy requests in both orders: no error (1213, 1205) ($errors)" same "$errors" ""
+check "all granted and released, in FIFO turns" same "$(count "history WHERE namespace = 'qq' AND event = 'acquired'"),$(count "leases WHERE namespace = 'qq'")" "$((workers * wrounds * 2)),0"
+check "no worker ever saw another owner holding a related lease" same "$(count test_violations)" 0
 
 echo "$checks checks, $failures failed"
 ((failures == 0))
