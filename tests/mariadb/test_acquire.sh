@@ -94,8 +94,8 @@ check "the grant is recorded 'acquired' with its token and secret hash, and coun
   same "$(q "SELECT CONCAT_WS(',', token, secret_hash = SHA2('s-1', 256), db_user <> '') FROM history WHERE event = 'acquired' AND resource = 'a'"),$(q "SELECT count FROM run_counts WHERE resource = 'a' AND outcome = 'acquired'")" \
   "$t1,1,1,1"
 r=$(acq n '["a"]' $o2)
-check "another owner is blocked by it, and told by whom" \
-  same "$(js "$r" 'd["outcome"], [l["owner"] for l in d["leases"]], d["leases"][0]["token"]')" "('blocked', ['$o1'], $t1)"
+check "another owner is blocked by it, and told by whom, running what" \
+  same "$(js "$r" 'd["outcome"], [l["owner"] for l in d["leases"]], d["leases"][0]["token"], d["leases"][0]["command"], d["leases"][0]["host"]')" "('blocked', ['$o1'], $t1, 'make', 'host-1')"
 check "the blocked request is queued" same "$(count "waiters WHERE owner = '$o2' AND resource = 'a'")" 1
 q "DELETE FROM waiters"
 
@@ -140,6 +140,7 @@ check "o2 queues behind o1" same "$(outcome "$(acq q '["f"]' $o2 exclusive 0 TRU
 check "o3 queues behind o2" same "$(outcome "$(acq q '["f.sub"]' $o3 exclusive 0 TRUE w3)")" blocked
 rel q '["f"]' $o1
 r=$(acq q '["f.sub"]' $o3 exclusive 0 TRUE w3)
+check "the waiter in the way is told with its command" same "$(js "$r" 'd["waiters"][0]["command"], d["waiters"][0]["host"]')" "('make', 'host-2')"
 check "once f is free, o3 (later) is still blocked by o2's earlier entry" \
   same "$(js "$r" 'd["outcome"], d["leases"], [w["owner"] for w in d["waiters"]]')" "('blocked', [], ['$o2'])"
 check "a later shared request does not jump o2 either" same "$(outcome "$(acq q '["f"]' $o4 shared 0 FALSE)")" blocked

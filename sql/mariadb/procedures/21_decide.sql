@@ -8,7 +8,10 @@
 -- expired related leases have been removed before (clock_acq_expire_related).
 -- Every read is a plain SELECT (INTO, or a FOR loop): at READ COMMITTED it
 -- takes no row locks and sees what the previous holder of the slot row
--- committed.
+-- committed. A FOR loop's rows are copied into a temporary table first (a
+-- stored procedure's cursor is materialised): its columns leave out the
+-- TEXT command, which would put that table on disk, and the command of a
+-- row in the way is read by its key.
 
 -- p_verdict: 'again' (this request id already holds it: a retry),
 -- 'reenter', 'grant', 'blocked', 'slots_mismatch' or 'upgrade';
@@ -34,6 +37,7 @@ BEGIN
   DECLARE v_mine BIGINT;
   DECLARE v_queued INT DEFAULT 0;
   DECLARE v_blocked BOOLEAN DEFAULT FALSE;
+  DECLARE v_command TEXT;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   SET p_verdict = 'grant';
   SET p_other_slots = 0;
@@ -49,7 +53,8 @@ BEGIN
   ELSE
     -- The hierarchy is the root and the keys strictly between 'root.' and
     -- 'root/' (VARBINARY byte order, 001_schema.sql): a primary-key range.
-    for_l: FOR l IN (SELECT * FROM leases
+    for_l: FOR l IN (SELECT namespace, resource, owner, mode, slots, token, depth, acquired_us, renewed_us,
+                     expires_us, host, ip, pid, user_name, owner_started_us FROM leases
               WHERE namespace = p_namespace AND owner <> p_owner
                 AND (expires_us IS NULL OR expires_us > p_now)
                 AND (resource = v_root
@@ -65,20 +70,24 @@ BEGIN
           SET p_verdict = 'slots_mismatch', p_other_slots = l.slots;
         ELSE
           SET v_holders = v_holders + 1;
+          SELECT command INTO v_command FROM leases
+          WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
           SET v_holder_leases = JSON_ARRAY_APPEND(v_holder_leases, '$', JSON_EXTRACT(
             clock_acq_lease_json(l.namespace, l.resource, l.owner, l.mode, l.slots, l.token,
                                  l.depth, l.acquired_us, l.renewed_us, l.expires_us, p_now,
-                                 l.host, l.ip, l.pid, l.user_name, l.command,
+                                 l.host, l.ip, l.pid, l.user_name, v_command,
                                  l.owner_started_us), '$'));
           SET v_holder_blockers = JSON_ARRAY_APPEND(v_holder_blockers, '$', JSON_OBJECT(
             'owner', l.owner, 'resource', CONVERT(l.resource USING utf8mb4), 'host', l.host));
         END IF;
       ELSEIF NOT (l.mode = 'shared' AND p_mode = 'shared') THEN
         SET v_blocked = TRUE;
+        SELECT command INTO v_command FROM leases
+        WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
         SET p_leases = JSON_ARRAY_APPEND(p_leases, '$', JSON_EXTRACT(
           clock_acq_lease_json(l.namespace, l.resource, l.owner, l.mode, l.slots, l.token,
                                l.depth, l.acquired_us, l.renewed_us, l.expires_us, p_now,
-                               l.host, l.ip, l.pid, l.user_name, l.command,
+                               l.host, l.ip, l.pid, l.user_name, v_command,
                                l.owner_started_us), '$'));
         SET p_blockers = JSON_ARRAY_APPEND(p_blockers, '$', JSON_OBJECT(
           'owner', l.owner, 'resource', CONVERT(l.resource USING utf8mb4), 'host', l.host));
@@ -99,7 +108,8 @@ BEGIN
     IF NOT v_found THEN
       SET v_mine = NULL;
     END IF;
-    for_w: FOR w IN (SELECT * FROM waiters
+    for_w: FOR w IN (SELECT namespace, resource, owner, mode, slots, position, enqueued_us, expires_us,
+                     host, ip, pid, user_name, owner_started_us FROM waiters
               WHERE namespace = p_namespace AND owner <> p_owner AND expires_us > p_now
                 AND (v_mine IS NULL OR position < v_mine)
                 AND (resource = v_root
@@ -124,10 +134,11 @@ BEGIN
         ITERATE for_w;
       END IF;
       SET v_blocked = TRUE;
+      SELECT command INTO v_command FROM waiters WHERE position = w.position;
       SET p_waiters = JSON_ARRAY_APPEND(p_waiters, '$', JSON_EXTRACT(
         clock_acq_waiter_json(w.namespace, w.resource, w.owner, w.mode, w.slots, w.position,
                               w.enqueued_us, w.expires_us, w.host, w.ip, w.pid, w.user_name,
-                              w.command, w.owner_started_us), '$'));
+                              v_command, w.owner_started_us), '$'));
       SET p_blockers = JSON_ARRAY_APPEND(p_blockers, '$', JSON_OBJECT(
         'owner', w.owner, 'resource', CONVERT(w.resource USING utf8mb4), 'host', w.host));
     END FOR for_w;
