@@ -115,9 +115,10 @@ for f in "${procedure_files[@]}"; do
 done
 routines=$(q "SELECT GROUP_CONCAT(routine_name ORDER BY CAST(routine_name AS BINARY)) FROM information_schema.routines
               WHERE routine_schema = '$db' AND routine_name NOT LIKE 'clock\_rec\_%'
+                AND routine_name NOT LIKE 'clock\_acq\_%'
                 AND routine_type = 'PROCEDURE'")
 check "the operation procedures exist ($routines)" same "$routines" \
-  "clock_expect_runs,clock_expected_rows,clock_force_release,clock_gc_batch,clock_history,clock_leave_queue,clock_record_missed_run,clock_release,clock_renew,clock_status_rows"
+  "clock_expect_runs,clock_expected_rows,clock_force_release,clock_gc_batch,clock_history,clock_leave_queue,clock_record_missed_run,clock_release,clock_renew,clock_status_rows,clock_try_acquire"
 definer_ones=$(q "SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema = '$db'
                   AND routine_name LIKE 'clock\_rec\_%' AND security_type = 'DEFINER'")
 check "no clock_rec_ helper runs with the definer's rights" same "$definer_ones" 0
@@ -429,11 +430,6 @@ check "a namespace over 255 bytes is refused" \
   fails_with "ERROR 1644 \\(22023\\)" q "CALL clock_force_release(REPEAT('n', 256), '[\"a\"]', 'x')"
 
 # ---------------------------------------------------------------- roles
-# clock_try_acquire is the acquire side's; roles.sql grants it, so stand one
-# in when this checkout has none.
-if [[ $(q "SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema = '$db' AND routine_name = 'clock_try_acquire'") == 0 ]]; then
-  as_root --delimiter='#@!' "$db" -e "CREATE PROCEDURE clock_try_acquire() SQL SECURITY DEFINER SELECT 'stand-in'"
-fi
 check "roles.sql applies" as_root "$db" -e "source $sql_dir/roles.sql"
 check "roles.sql applies again" as_root "$db" -e "source $sql_dir/roles.sql"
 for f in "${procedure_files[@]}"; do apply "$f"; done  # CREATE OR REPLACE keeps the grants
@@ -452,6 +448,9 @@ check "app: cannot UPDATE leases" fails_with "ERROR (1142|1370|1044).*denied" as
 check "app: cannot DELETE history" fails_with "ERROR (1142|1370|1044).*denied" as app "DELETE FROM history"
 check "app: cannot read leases directly" fails_with "ERROR (1142|1370|1044).*denied" as app "SELECT * FROM leases"
 check "app: cannot lock a hierarchy row" fails_with "ERROR (1142|1370|1044).*denied" as app "UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = 0"
+reply=$(as app "CALL clock_try_acquire('roles', '[\"ro.b\"]', 'exclusive', 0, '$o2', 60000, 'r-app', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's2', '', NULL)")
+check "app: acquires through the procedure ($reply)" grep -q '"outcome": "granted"' <<<"$reply"
+check "app: cannot call an acquire helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_acq_dequeue('roles', '[\"ro.b\"]', '$o2')"
 check "app: cannot call a helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_rec_lock_slots('roles', '[\"ro.a\"]')"
 check "app: cannot force a release" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_force_release('roles', '[\"ro.a\"]', 'app')"
 check "app: cannot gc" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_gc_batch(10, NULL, FALSE)"
@@ -462,6 +461,7 @@ check "reader: status" quietly as reader "CALL clock_status_rows('roles', NULL, 
 check "reader: history" quietly as reader "CALL clock_history('roles', NULL, 10, NULL)"
 check "reader: expected runs" quietly as reader "CALL clock_expected_rows(NULL, NULL, NULL)"
 check "reader: cannot renew" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_renew('roles', '[\"ro.a\"]', '$o1', '[]', 60000, 's1', 'x')"
+check "reader: cannot acquire" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_try_acquire('roles', '[\"ro.c\"]', 'exclusive', 0, '$o3', 60000, 'r-rd', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's3', '', NULL)"
 check "reader: cannot release" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_release('roles', '[\"ro.a\"]', '$o1', 's1', 'x', 'h', '[]', FALSE)"
 check "reader: cannot write a table" fails_with "ERROR (1142|1370|1044).*denied" as reader "INSERT INTO history (at_us, event, namespace, resource, owner) VALUES (1, 'released', 'x', 'y', '$o1')"
 reply=$(as ops "CALL clock_force_release('roles', '[\"ro.a\"]', 'carol@admin')")
