@@ -240,7 +240,8 @@ check "every grant was released" same "$(count "history WHERE namespace = 'cc' A
 # kept, so it keeps its place), checks while holding that no other owner
 # holds a related lease, then releases. Requests in both orders must not
 # deadlock the server (slot rows in slot order) nor the model (a waiter
-# holds nothing).
+# holds nothing). A request not granted within 5,000 attempts (10 s and
+# more) fails the worker, so that a broken model ends the test, not ctest.
 as_root --delimiter='#@!' "$db" -e "CREATE TABLE test_violations (k INT, i INT, n INT)#@!
 CREATE PROCEDURE test_worker(IN k INT, IN rounds INT)
 BEGIN
@@ -249,11 +250,17 @@ BEGIN
   DECLARE v_res LONGTEXT;
   DECLARE v_got INT;
   DECLARE v_others INT;
+  DECLARE v_tries INT;
   WHILE i < rounds DO
     SET v_res = ELT(1 + (i + k) % 4, '[\"c.x\", \"d\"]', '[\"d.y\", \"c\"]',
                     '[\"c\", \"d.y.z\"]', '[\"d\", \"c.x\"]');
     SET v_got = 0;
+    SET v_tries = 0;
     WHILE v_got < 2 DO
+      SET v_tries = v_tries + 1;
+      IF v_tries > 5000 THEN
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'a queued request was never granted';
+      END IF;
       CALL clock_try_acquire('qq', v_res, 'exclusive', 0, v_owner, 5000, CONCAT('w', k, '-', i),
                              TRUE, CONCAT('h', k), '', k, '', '', NULL, FALSE, CONCAT('s', k), '',
                              NULL);
