@@ -17,41 +17,12 @@
 # - one transaction per CALL: a failure part-way leaves nothing;
 # - concurrency: client processes looping acquire/release on overlapping
 #   hierarchies never hold conflicting leases at once, and get no 1213/1205.
-# CLOCK_TEST_MARIADB_SQL_DIR: the sql/mariadb directory to test (default:
-# this checkout's), so a deliberately broken copy can be shown to fail.
-# Exits 77 (skipped) without a server.
+# CLOCK_TEST_MARIADB_SQL_DIR and the skip rule: sql_test_lib.sh.
 set -uo pipefail
 
-if [[ -z ${CLOCK_TEST_MARIADB_SOCKET:-} ]]; then
-  [[ ${CI:-} == true ]] && { echo "CLOCK_TEST_MARIADB_SOCKET not set (run under with-mariadb.sh)" >&2; exit 1; }
-  echo "skipped: no MariaDB server (run under tests/helpers/with-mariadb.sh)" >&2
-  exit 77
-fi
-here=$(cd "$(dirname "$0")" && pwd)
-sql_dir=${CLOCK_TEST_MARIADB_SQL_DIR:-$here/../../sql/mariadb}
-socket=$CLOCK_TEST_MARIADB_SOCKET
-failures=0
-checks=0
-
 db=acquire_$$
-as_root() { mariadb --protocol=socket -S "$socket" -uroot -N -B "$@"; }
-q() { as_root "$db" -e "$1"; }
-apply() { as_root --delimiter='#@!' "$db" <"$1"; }
-check() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what" >&2; failures=$((failures + 1)); fi
-}
-js() { /usr/bin/python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$2" <<<"$1"; }
-same() { [[ $1 == "$2" ]] || { echo "     got '$1', want '$2'" >&2; return 1; }; }
-fails_with() {
-  local pattern=$1 out
-  shift
-  if out=$("$@" 2>&1 >/dev/null); then echo "     succeeded" >&2; return 1; fi
-  grep -Eq "$pattern" <<<"$out" || { echo "     $out" >&2; return 1; }
-}
-count() { q "SELECT COUNT(*) FROM $1"; }
+# shellcheck source=tests/mariadb/sql_test_lib.sh
+source "$(dirname "$0")/sql_test_lib.sh"
 
 o1=11111111-1111-4111-8111-111111111111
 o2=22222222-2222-4222-8222-222222222222

@@ -23,43 +23,12 @@
 #   session's autocommit and isolation level as they were;
 # - the roles: the app login cannot touch the tables or force a release, the
 #   read-only login can only read.
-# CLOCK_TEST_MARIADB_SQL_DIR: the sql/mariadb directory to test (default:
-# this checkout's), so a deliberately broken copy can be shown to fail.
-# Exits 77 (skipped) without a server.
+# CLOCK_TEST_MARIADB_SQL_DIR and the skip rule: sql_test_lib.sh.
 set -uo pipefail
 
-if [[ -z ${CLOCK_TEST_MARIADB_SOCKET:-} ]]; then
-  [[ ${CI:-} == true ]] && { echo "CLOCK_TEST_MARIADB_SOCKET not set (run under with-mariadb.sh)" >&2; exit 1; }
-  echo "skipped: no MariaDB server (run under tests/helpers/with-mariadb.sh)" >&2
-  exit 77
-fi
-here=$(cd "$(dirname "$0")" && pwd)
-sql_dir=${CLOCK_TEST_MARIADB_SQL_DIR:-$here/../../sql/mariadb}
-socket=$CLOCK_TEST_MARIADB_SOCKET
-failures=0
-checks=0
-
 db=procs_$$
-as_root() { mariadb --protocol=socket -S "$socket" -uroot -N -B "$@"; }
-q() { as_root "$db" -e "$1"; }
-# A procedure file is sent whole (one multi-statement query), as clock does.
-apply() { as_root --delimiter='#@!' "$db" <"$1"; }
-check() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what" >&2; failures=$((failures + 1)); fi
-}
-# Value of a Python expression over the JSON document $1 (bound as d).
-js() { /usr/bin/python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$2" <<<"$1"; }
-same() { [[ $1 == "$2" ]] || { echo "     got '$1', want '$2'" >&2; return 1; }; }
-# fails_with PATTERN CMD…: CMD fails with an error message matching PATTERN.
-fails_with() {
-  local pattern=$1 out
-  shift
-  if out=$("$@" 2>&1 >/dev/null); then echo "     succeeded" >&2; return 1; fi
-  grep -Eq "$pattern" <<<"$out" || { echo "     $out" >&2; return 1; }
-}
+# shellcheck source=tests/mariadb/sql_test_lib.sh
+source "$(dirname "$0")/sql_test_lib.sh"
 
 o1=11111111-1111-4111-8111-111111111111
 o2=22222222-2222-4222-8222-222222222222
@@ -94,7 +63,6 @@ waiter() {
              clock_now_us() + ${5:-30000} * 1000, 'h2', '10.0.0.2', 200, 'bob', 'backup', $hash)"
 }
 lease_row() { q "SELECT CONCAT_WS(',', token, depth, expires_us) FROM leases WHERE namespace = '$1' AND resource = '$2' AND owner = '$3'"; }
-count() { q "SELECT COUNT(*) FROM $1"; }
 
 as_root -e "CREATE DATABASE \`$db\`" || { echo "cannot create database $db" >&2; exit 1; }
 trap 'as_root -e "DROP DATABASE IF EXISTS \`$db\`" >/dev/null 2>&1' EXIT
