@@ -146,6 +146,10 @@ check "and the list stays as the holder noted it" \
   same_json "$(leftovers_of ns two.a)" "$left"
 reply=$(note ns '["two.a"]' "$o2" '[]' "'$ended'" '' 'mallory@h9 pid 9')
 check "no secret at all is refused too" same "$(js "$reply" 'd["lost"][0]["reason"]')" not_proven
+reply=$(q "CALL clock_release('ns', '[\"two.a\"]', '$o2', 'wrong', 'mallory@h9 pid 9', 'h9', '[9]', FALSE)")
+check "a release with a wrong secret is refused, and its 'refused' record keeps no list (only ends do)" \
+  same "$(js "$reply" 'd["refused"]'),$(q "SELECT COALESCE(leftovers, 'NULL') FROM history WHERE resource = 'two.a' AND event = 'refused' ORDER BY id DESC LIMIT 1")" \
+  "[{'resource': 'two.a', 'reason': 'not_proven'}],NULL"
 reply=$(note ns '["two.a", "gone"]' "$o2" '[]' "'$ended'")
 check "a lease not held is refused as gone, the held one named with it is not noted either" \
   same "$(js "$reply" '(d["outcome"], d["lost"])'),$(same_json "$(leftovers_of ns two.a)" "$left" && echo unchanged)" \
