@@ -9,7 +9,8 @@
 #   no-op, re-applies the procedures when their recorded stamp differs and
 #   only then, works over TCP too, and --print-sql applied by the mariadb
 #   client makes the same schema and procedures; the first operation of a
-#   process migrates a database that is not current;
+#   process migrates a database that is not current; a version-3 schema
+#   with a live lease is upgraded (004) and keeps it;
 # - a login that may not create tables gets 78 pointing at --print-sql.
 # Exits 77 (skipped) without a server.
 set -uo pipefail
@@ -119,6 +120,29 @@ sql "$db" -e "UPDATE procedures_stamp SET sha256 = REPEAT('0', 64); DROP PROCEDU
 run_test_clock --database "$(url_of "$db")" history >/dev/null 2>"$work/err"
 check "an operation on a database whose procedures are of another clock applies them again" \
   test "$(routines "$db")" = "$all_routines"
+
+# 3d. The upgrade from version 3 (before the leftovers, 004) with a live
+# lease: init adds what is missing and the lease stays as it was.
+db=$(fresh upgrade)
+for f in "$sql_dir"/migrations/00[1-3]_*.sql; do sql "$db" -e "source $f"; done
+sql "$db" -e "CREATE TABLE schema_migrations (version INT NOT NULL PRIMARY KEY,
+                name VARCHAR(255) NOT NULL, applied_at DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6));
+              INSERT INTO schema_migrations (version, name)
+              VALUES (1, '001_schema'), (2, '002_expected_runs'), (3, '003_procedures_stamp');
+              INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
+                                  acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
+                                  user_name, command, secret_hash)
+              VALUES ('', 'nightly', '11111111-1111-4111-8111-111111111111', 'exclusive', 0, 7, 1,
+                      'r', clock_now_us(), clock_now_us(), clock_now_us() + 600000000, 600000000,
+                      'h1', '10.0.0.1', 100, 'alice', 'backup', SHA2('s', 256))"
+lease_of() { sql "$db" -e "SELECT CONCAT_WS('|', resource, owner, token, acquired_us, expires_us, command, secret_hash) FROM leases"; }
+lease_before=$(lease_of)
+run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
+check "init on a version-3 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
+check "and records 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4"
+check "the lease is as it was, with no leftovers" \
+  test "$(lease_of),$(sql "$db" -e 'SELECT COALESCE(leftovers, 0) FROM leases')" = "$lease_before,0"
+check "and the procedures are there" test "$(routines "$db")" = "$all_routines"
 
 # 4. Over TCP.
 db=$(fresh tcp)
