@@ -7,7 +7,8 @@
 --   started) is BIGINT microseconds since 1970 UTC, not text, and expired
 --   is 0/1; the rows come in a fixed order (now, holders by resource and
 --   token, waiters by resource and queue position, runs), which the client
---   may ignore (it sorts).
+--   may ignore (it sorts). leftovers (the 20th) is JSON text as there, kept
+--   as the holder sent it where jsonb reorders keys.
 -- * clock_history and clock_gc_batch return one row of one column holding
 --   the same JSON as the PostgreSQL function.
 --
@@ -85,13 +86,14 @@ END;
 -- of a resource and its descendants, of one event; each {"id", "at",
 -- "event", "namespace", "resource", "owner", "mode", "token",
 -- "held_for_ms", "host", "ip", "pid", "user", "command", "by", "db_user",
--- "leftovers", "in_the_way", "done_by"} as on PostgreSQL: "leftovers" is the
--- array the lease ended with (released, forced, expired, lost), null on any
--- other event or a lease that left nothing, the key always there, as
+-- "leftovers", "in_the_way", "done_by"} as on PostgreSQL: "leftovers" is
+-- the array the lease ended with (released, forced, expired, lost), null on
+-- any other event or a lease that left nothing, the key always there, as
 -- PostgreSQL's jsonb_build_object writes it. JSON_EXTRACT(…, '$') hands
--- JSON_OBJECT the column as JSON, never as a quoted string. JSON_ARRAYAGG is bounded by
--- group_concat_max_len, so the procedure raises it for its own statement
--- and puts the caller's value back (no session state is left behind).
+-- JSON_OBJECT the column as JSON, never as a quoted string. JSON_ARRAYAGG
+-- is bounded by group_concat_max_len, so the procedure raises it for its
+-- own statement and puts the caller's value back (no session state is left
+-- behind).
 CREATE OR REPLACE PROCEDURE clock_history(
   IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_limit INT,
   IN p_event VARCHAR(16))
