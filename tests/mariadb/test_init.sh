@@ -7,8 +7,8 @@
 #   no-op, re-applies the procedures when their recorded stamp differs and
 #   only then, works over TCP too, and --print-sql applied by the mariadb
 #   client makes the same schema and procedures; the first operation of a
-#   process migrates a database that is not current; a version-3 schema
-#   with a live lease is upgraded (004) and keeps it;
+#   process migrates a database that is not current; the first schema
+#   (001) with a live lease is upgraded and keeps it;
 # - a login that may not create tables gets 78 pointing at --print-sql;
 # - with the roles of sql/mariadb/roles.sql, clock check tells a reader
 #   login what clock run needs, an app login runs, and a procedure a login
@@ -120,14 +120,14 @@ run_test_clock --database "$(url_of "$db")" history >/dev/null 2>"$work/err"
 check "an operation on a database whose procedures are of another clock applies them again" \
   test "$(routines "$db")" = "$all_routines"
 
-# 3d. The upgrade from version 3 (before the leftovers, 004) with a live
-# lease: init adds what is missing and the lease stays as it was.
+# 3d. The upgrade from the first schema (001) with a live lease: init adds
+# every later migration and the lease stays as it was and still holds.
+# (tests/mariadb/test_leftovers.sh upgrades version 3 the same way.)
 db=$(fresh upgrade)
-for f in "$sql_dir"/migrations/00[1-3]_*.sql; do sql "$db" -e "source $f"; done
+sql "$db" -e "source $sql_dir/migrations/001_schema.sql"
 sql "$db" -e "CREATE TABLE schema_migrations (version INT NOT NULL PRIMARY KEY,
                 name VARCHAR(255) NOT NULL, applied_at DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6));
-              INSERT INTO schema_migrations (version, name)
-              VALUES (1, '001_schema'), (2, '002_expected_runs'), (3, '003_procedures_stamp');
+              INSERT INTO schema_migrations (version, name) VALUES (1, '001_schema');
               INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
                                   acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
                                   user_name, command, secret_hash)
@@ -137,11 +137,20 @@ sql "$db" -e "CREATE TABLE schema_migrations (version INT NOT NULL PRIMARY KEY,
 lease_of() { sql "$db" -e "SELECT CONCAT_WS('|', resource, owner, token, acquired_us, expires_us, command, secret_hash) FROM leases"; }
 lease_before=$(lease_of)
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
-check "init on a version-3 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
-check "and records 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4"
+check "init on a version-1 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
+check "and records 002 to 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4"
 check "the lease is as it was, with no leftovers" \
   test "$(lease_of),$(sql "$db" -e 'SELECT COALESCE(leftovers, 0) FROM leases')" = "$lease_before,0"
 check "and the procedures are there" test "$(routines "$db")" = "$all_routines"
+run_test_clock --database "$(url_of "$db")" run -n -r nightly -- true 2>"$work/err"
+status=$?
+check "the upgraded lease still holds: run -n on it exits 75 (got $status)" test "$status" -eq 75
+check "recorded as skipped, the upgraded lease in the way" \
+  test "$(sql "$db" -e "SELECT CONCAT(event, ' ', in_the_way_owner) FROM history WHERE resource = 'nightly'")" = \
+  "skipped 11111111-1111-4111-8111-111111111111"
+run_test_clock --database "$(url_of "$db")" run -r weekly -- true 2>"$work/err"
+status=$?
+check "and a run beside it exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
 
 # 4. Over TCP.
 db=$(fresh tcp)

@@ -218,7 +218,8 @@ check "the MariaDB roles are an example in /usr/share/doc/clock/examples/mariadb
 # module for its DDL and connects to nothing.
 mariadb_module_loads() {
   local out
-  out=$(HOME=$root CLOCK_CONFIG=/dev/null "$clock" --database 'mariadb://nobody@db.invalid/clock' \
+  : >"$root/empty.toml"
+  out=$(HOME=$root CLOCK_CONFIG=$root/empty.toml "$clock" --database 'mariadb://nobody@db.invalid/clock' \
     init --print-sql 2>&1) || { echo "$out" | head -n 3; return 1; }
   [[ $out == *"CREATE TABLE"* && $out == *"PROCEDURE clock_try_acquire"* ]]
 }
