@@ -145,9 +145,10 @@ lease measured on the database server's clock, renewed while the job runs,
 and carries a fencing token that only ever grows.
 
 Locks live in a local SQLite file by default; point clock at PostgreSQL or
-MariaDB/MySQL to lock across machines. The package installs /etc/clock/clock.toml, bash and
-zsh completions, a systemd timer for clock gc and a service for clock
-serve, the read-only status page (neither enabled).]=])
+MariaDB/MySQL to lock across machines. The package installs
+/etc/clock/clock.toml, bash and zsh completions, a systemd timer for clock
+gc and a service for clock serve, the read-only status page (neither
+enabled).]=])
 
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${CLOCK_DEB_RELEASE})
