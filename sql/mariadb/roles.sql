@@ -22,8 +22,10 @@
 -- clock_app       clock_reader, plus what `clock run`, `acquire`, `renew` and
 --                 `release` need: EXECUTE on clock_try_acquire,
 --                 clock_leave_queue, clock_record_missed_run, clock_renew,
---                 clock_release (only ever of the owner id it is given, and
---                 only with that owner's secret) and clock_expect_runs.
+--                 clock_note_leftovers (what clock run's command left
+--                 running), clock_release (each only ever of the owner id
+--                 it is given, and only with that owner's secret) and
+--                 clock_expect_runs.
 -- clock_operator  clock_app, plus clock_force_release (`release --force`,
 --                 recorded with who forced it and the login) and
 --                 clock_gc_batch (`clock gc`).
@@ -67,6 +69,7 @@ GRANT EXECUTE ON PROCEDURE clock_try_acquire TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_leave_queue TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_record_missed_run TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_renew TO clock_app;
+GRANT EXECUTE ON PROCEDURE clock_note_leftovers TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_release TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
 

@@ -9,7 +9,8 @@
 #   no-op, re-applies the procedures when their recorded stamp differs and
 #   only then, works over TCP too, and --print-sql applied by the mariadb
 #   client makes the same schema and procedures; the first operation of a
-#   process migrates a database that is not current;
+#   process migrates a database that is not current; a version-3 schema
+#   with a live lease is upgraded (004) and keeps it;
 # - a login that may not create tables gets 78 pointing at --print-sql.
 # Exits 77 (skipped) without a server.
 set -uo pipefail
@@ -67,7 +68,7 @@ check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 
 tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
 check "init made the tables ($tables)" test "$tables" = \
   "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,run_counts,schema_migrations,successes,tokens,waiters"
-check "schema_migrations lists 001 to 003" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp"
+check "schema_migrations lists 001 to 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp,004_leftovers"
 check "hierarchy_locks has its 16,385 slots" test "$(sql "$db" -e 'SELECT COUNT(*) FROM hierarchy_locks')" -eq 16385
 check "tokens has its one row at 0" test "$(sql "$db" -e 'SELECT last FROM tokens WHERE id = 1')" -eq 0
 server_us=$(sql "$db" -e 'SET time_zone = "+09:00"; SELECT clock_now_us()')
@@ -76,7 +77,7 @@ check "clock_now_us() is the server's UTC clock in microseconds, whatever the se
   test $((client_us - server_us)) -lt 2000000 -a $((server_us - client_us)) -lt 2000000
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "clock init again exits 0" test $? -eq 0
-check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 3
+check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 4
 
 # 3b. The procedures: applied by init, again only when their stamp differs.
 routines() {
@@ -113,12 +114,35 @@ db=$(fresh first_use)
 run_test_clock --database "$(url_of "$db")" status >/dev/null 2>"$work/err"
 check "status on a database without clock tables exits 78, not implemented ($(cat "$work/err"))" \
   grep -q "status is not implemented yet" "$work/err"
-check "after making the schema" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 3
+check "after making the schema" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 4
 check "and the procedures" test "$(routines "$db")" = "$all_routines"
 sql "$db" -e "UPDATE procedures_stamp SET sha256 = REPEAT('0', 64); DROP PROCEDURE clock_renew"
 run_test_clock --database "$(url_of "$db")" history >/dev/null 2>"$work/err"
 check "an operation on a database whose procedures are of another clock applies them again" \
   test "$(routines "$db")" = "$all_routines"
+
+# 3d. The upgrade from version 3 (before the leftovers, 004) with a live
+# lease: init adds what is missing and the lease stays as it was.
+db=$(fresh upgrade)
+for f in "$sql_dir"/migrations/00[1-3]_*.sql; do sql "$db" -e "source $f"; done
+sql "$db" -e "CREATE TABLE schema_migrations (version INT NOT NULL PRIMARY KEY,
+                name VARCHAR(255) NOT NULL, applied_at DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6));
+              INSERT INTO schema_migrations (version, name)
+              VALUES (1, '001_schema'), (2, '002_expected_runs'), (3, '003_procedures_stamp');
+              INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
+                                  acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
+                                  user_name, command, secret_hash)
+              VALUES ('', 'nightly', '11111111-1111-4111-8111-111111111111', 'exclusive', 0, 7, 1,
+                      'r', clock_now_us(), clock_now_us(), clock_now_us() + 600000000, 600000000,
+                      'h1', '10.0.0.1', 100, 'alice', 'backup', SHA2('s', 256))"
+lease_of() { sql "$db" -e "SELECT CONCAT_WS('|', resource, owner, token, acquired_us, expires_us, command, secret_hash) FROM leases"; }
+lease_before=$(lease_of)
+run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
+check "init on a version-3 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
+check "and records 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4"
+check "the lease is as it was, with no leftovers" \
+  test "$(lease_of),$(sql "$db" -e 'SELECT COALESCE(leftovers, 0) FROM leases')" = "$lease_before,0"
+check "and the procedures are there" test "$(routines "$db")" = "$all_routines"
 
 # 4. Over TCP.
 db=$(fresh tcp)

@@ -22,7 +22,8 @@
 # - each CALL is one transaction: an error part-way leaves no change, and the
 #   session's autocommit and isolation level as they were;
 # - the roles: the app login cannot touch the tables or force a release, the
-#   read-only login can only read.
+#   read-only login can only read (leftovers: test_leftovers.sh, noted here
+#   by the app login only).
 # CLOCK_TEST_MARIADB_SQL_DIR and the skip rule: sql_test_lib.sh.
 set -uo pipefail
 
@@ -86,7 +87,7 @@ routines=$(q "SELECT GROUP_CONCAT(routine_name ORDER BY CAST(routine_name AS BIN
                 AND routine_name NOT LIKE 'clock\_acq\_%'
                 AND routine_type = 'PROCEDURE'")
 check "the operation procedures exist ($routines)" same "$routines" \
-  "clock_expect_runs,clock_expected_rows,clock_force_release,clock_gc_batch,clock_history,clock_leave_queue,clock_record_missed_run,clock_release,clock_renew,clock_status_rows,clock_try_acquire"
+  "clock_expect_runs,clock_expected_rows,clock_force_release,clock_gc_batch,clock_history,clock_leave_queue,clock_note_leftovers,clock_record_missed_run,clock_release,clock_renew,clock_status_rows,clock_try_acquire"
 definer_ones=$(q "SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema = '$db'
                   AND routine_name LIKE 'clock\_rec\_%' AND security_type = 'DEFINER'")
 check "no clock_rec_ helper runs with the definer's rights" same "$definer_ones" 0
@@ -217,8 +218,8 @@ check "status: live waiters in queue order" \
   same "$(awk -F'\t' '$1 == "waiter" { print $4 }' <<<"$rows" | paste -sd' ')" "$o3 $o4 $o2"
 check "status: a waiter's token column is its position, increasing" \
   bash -c "awk -F'\t' '\$1 == \"waiter\" { if (\$7 <= last) bad = 1; last = \$7 } END { exit bad }' <<<'$rows'"
-check "status: 19 columns, instants in microseconds (acquired <= renewed < expires)" \
-  bash -c "awk -F'\t' '\$1 == \"holder\" { if (NF != 19 || !(\$9 <= \$10 && \$10 < \$11)) bad = 1 } END { exit bad }' <<<'$rows'"
+check "status: 20 columns, instants in microseconds (acquired <= renewed < expires)" \
+  bash -c "awk -F'\t' '\$1 == \"holder\" { if (NF != 20 || !(\$9 <= \$10 && \$10 < \$11)) bad = 1 } END { exit bad }' <<<'$rows'"
 rows=$(status "'st'" "'q'" TRUE)
 check "status with expired: the expired holder too, marked expired" \
   same "$(awk -F'\t' '$1 == "holder" && $3 == "q.dead" { print $12 }' <<<"$rows")" 1
@@ -412,6 +413,8 @@ quietly() { "$@" >/dev/null; }
 lease roles ro.a "$o1" 50 60000 s1
 reply=$(as app "CALL clock_renew('roles', '[\"ro.a\"]', '$o1', '[]', 60000, 's1', 'x')")
 check "app: renews through the procedure ($reply)" grep -q '"outcome": "renewed"' <<<"$reply"
+reply=$(as app "CALL clock_note_leftovers('roles', '[\"ro.a\"]', '$o1', '[]', '[{\"pid\": 7, \"command\": \"c\", \"fate\": \"running\"}]', 's1', 'x')")
+check "app: notes leftovers through the procedure ($reply)" grep -q '"outcome": "noted"' <<<"$reply"
 check "app: cannot UPDATE leases" fails_with "ERROR (1142|1370|1044).*denied" as app "UPDATE leases SET expires_us = NULL"
 check "app: cannot DELETE history" fails_with "ERROR (1142|1370|1044).*denied" as app "DELETE FROM history"
 check "app: cannot read leases directly" fails_with "ERROR (1142|1370|1044).*denied" as app "SELECT * FROM leases"
@@ -430,13 +433,14 @@ check "reader: history" quietly as reader "CALL clock_history('roles', NULL, 10,
 check "reader: expected runs" quietly as reader "CALL clock_expected_rows(NULL, NULL, NULL)"
 check "reader: cannot renew" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_renew('roles', '[\"ro.a\"]', '$o1', '[]', 60000, 's1', 'x')"
 check "reader: cannot acquire" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_try_acquire('roles', '[\"ro.c\"]', 'exclusive', 0, '$o3', 60000, 'r-rd', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's3', '', NULL)"
+check "reader: cannot note leftovers" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_note_leftovers('roles', '[\"ro.a\"]', '$o1', '[]', '[]', 's1', 'x')"
 check "reader: cannot release" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_release('roles', '[\"ro.a\"]', '$o1', 's1', 'x', 'h', '[]', FALSE)"
 check "reader: cannot write a table" fails_with "ERROR (1142|1370|1044).*denied" as reader "INSERT INTO history (at_us, event, namespace, resource, owner) VALUES (1, 'released', 'x', 'y', '$o1')"
 reply=$(as ops "CALL clock_force_release('roles', '[\"ro.a\"]', 'carol@admin')")
 check "ops: forces the release ($reply)" grep -q '"holders_removed": 1' <<<"$reply"
-check "recorded with who asked and the operator's login" \
-  same "$(q "SELECT CONCAT(forced_by, '|', db_user) FROM history WHERE resource = 'ro.a' AND event = 'forced'")" \
-  "carol@admin|ops_$$@localhost"
+check "recorded with who asked, the operator's login and the leftovers the app noted" \
+  same "$(q "SELECT CONCAT(forced_by, '|', db_user, '|', JSON_VALUE(leftovers, '\$[0].pid')) FROM history WHERE resource = 'ro.a' AND event = 'forced'")" \
+  "carol@admin|ops_$$@localhost|7"
 check "ops: gc" quietly as ops "CALL clock_gc_batch(10, NULL, TRUE)"
 check "ops: cannot UPDATE leases either" fails_with "ERROR (1142|1370|1044).*denied" as ops "UPDATE leases SET depth = 9"
 for user in app ops reader; do as_root -e "DROP USER '${user}_$$'@'localhost'"; done

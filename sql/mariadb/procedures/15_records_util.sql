@@ -148,7 +148,9 @@ END;
 -- Records an event of the owner's lease on one resource (record_event() on
 -- PostgreSQL), from the lease row, so it must run before the row is
 -- deleted. p_token: the token to record instead of the lease's (a renewal
--- under another token), or NULL. An 'acquired' record keeps the secret hash.
+-- under another token), or NULL. An 'acquired' record keeps the secret hash;
+-- the end of a lease (released, forced, expired, lost) keeps what its holder
+-- reported its command left running (leases.leftovers, clock_note_leftovers).
 -- db_user is USER(), the login (a DEFINER procedure does not change it).
 CREATE OR REPLACE PROCEDURE clock_rec_lease_event(
   IN p_event VARCHAR(16), IN p_at BIGINT, IN p_namespace VARBINARY(255),
@@ -157,10 +159,11 @@ CREATE OR REPLACE PROCEDURE clock_rec_lease_event(
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   INSERT INTO history (at_us, event, namespace, resource, owner, mode, token, held_for_us, host,
-                       ip, pid, user_name, command, forced_by, db_user, secret_hash)
+                       ip, pid, user_name, command, forced_by, db_user, secret_hash, leftovers)
   SELECT p_at, p_event, namespace, resource, owner, mode, COALESCE(p_token, token), p_held_for_us,
          host, ip, pid, user_name, command, COALESCE(p_forced_by, ''), USER(),
-         IF(p_event = 'acquired', secret_hash, NULL)
+         IF(p_event = 'acquired', secret_hash, NULL),
+         IF(p_event IN ('released', 'forced', 'expired', 'lost'), leftovers, NULL)
   FROM leases
   WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner;
   CALL clock_rec_count_run(p_namespace, p_resource, p_event, ROW_COUNT());

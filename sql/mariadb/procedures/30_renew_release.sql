@@ -1,5 +1,6 @@
--- clock on MariaDB: renewing and releasing leases, a forced release and
--- leaving the queue, as sql/postgres/functions/30_renew_release.sql (and
+-- clock on MariaDB: renewing and releasing leases, noting what a holder's
+-- command left running, a forced release and leaving the queue, as
+-- sql/postgres/functions/30_renew_release.sql (and
 -- leave_queue() of 22_queue.sql). Same parameters in the same order; what
 -- PostgreSQL takes as an array is a JSON array (LONGTEXT), and what it
 -- returns as jsonb is one row of one column (named after the procedure's
@@ -155,6 +156,119 @@ BEGIN
   END IF;
 END;
 
+-- note_leftovers(p_namespace, p_resources, p_owner, p_tokens, p_leftovers,
+-- p_secret, p_by) → note_leftovers: {"outcome": "noted", "now"} or, writing
+-- nothing but a refusal, {"outcome": "not_owner", "now", "lost":
+-- [{resource, reason}…]}. Records on each of the owner's leases of
+-- p_resources the processes its command left running (p_leftovers: a JSON
+-- array of {"pid", "command", "fate"}, kept as given; NULL or [] clears
+-- it), which clock_status_rows shows and the end of the lease copies into
+-- history (clock_rec_lease_event, clock_force_release). In the owner's
+-- name, as clock_renew: when p_secret does not prove the owner id nothing
+-- changes but history ('refused' with p_by) and every resource is refused
+-- as 'not_proven'; a lease gone, expired or under another token than
+-- p_tokens (a JSON array in resource order, or [] for any) is refused
+-- ('gone', 'expired', 'token') and nothing is written: the next renewal
+-- records the loss and removes an expired lease. All or none. p_leftovers
+-- that is not JSON, or JSON but not an array, is SQLSTATE 22023 with
+-- PostgreSQL's message (the array's elements are not checked, as there:
+-- the client reads only well-formed ones).
+CREATE OR REPLACE PROCEDURE clock_note_leftovers(
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
+  IN p_tokens LONGTEXT, IN p_leftovers LONGTEXT CHARACTER SET utf8mb4,
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512))
+  MODIFIES SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: record what the owner''s command left running (PostgreSQL note_leftovers())'
+BEGIN
+  DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_refuses BOOLEAN;
+  DECLARE v_now BIGINT;
+  DECLARE v_count INT;
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(255);
+  DECLARE v_token BIGINT;
+  DECLARE v_found BOOLEAN;
+  DECLARE v_lease_token BIGINT;
+  DECLARE v_lease_expires BIGINT;
+  DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
+  DECLARE v_leftovers LONGTEXT CHARACTER SET utf8mb4;
+  DECLARE v_lost LONGTEXT DEFAULT '[]';
+  DECLARE v_result LONGTEXT;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  CALL clock_rec_check_names(p_namespace, p_resources);
+  SET v_owner = clock_rec_owner(p_owner);
+  SET v_count = JSON_LENGTH(p_resources);
+  IF v_owner IS NULL OR p_tokens IS NULL
+     OR NOT JSON_VALID(p_tokens) OR JSON_TYPE(p_tokens) <> 'ARRAY'
+     OR (JSON_LENGTH(p_tokens) > 0 AND JSON_LENGTH(p_tokens) <> v_count)
+     OR (p_leftovers IS NOT NULL
+         AND (NOT JSON_VALID(p_leftovers) OR JSON_TYPE(p_leftovers) <> 'ARRAY')) THEN
+    SIGNAL SQLSTATE '22023'
+      SET MESSAGE_TEXT = 'note_leftovers: invalid owner, tokens (one per resource, or none) '
+                         'or leftovers (a JSON array)';
+  END IF;
+  SET v_leftovers = IF(COALESCE(JSON_LENGTH(p_leftovers), 0) = 0, NULL, p_leftovers);
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  SET v_now = clock_now_us();
+  CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
+  IF v_refuses THEN
+    CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, NULL, NULL, NULL, NULL, NULL,
+                           NULL, p_by);
+    SET v_result = JSON_OBJECT(
+      'outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
+      'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
+                                    ORDER BY t.n)
+               FROM JSON_TABLE(p_resources, '$[*]'
+                               COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+  ELSE
+    WHILE v_i < v_count DO
+      SET v_resource = clock_rec_nth(p_resources, v_i);
+      SET v_token = IF(JSON_LENGTH(p_tokens) > 0,
+                       CAST(JSON_VALUE(p_tokens, CONCAT('$[', v_i, ']')) AS SIGNED), NULL);
+      SET v_found = TRUE;
+      SELECT token, expires_us, secret_hash INTO v_lease_token, v_lease_expires, v_lease_hash
+      FROM leases
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner
+      FOR UPDATE;
+      IF NOT v_found THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'gone'));
+      ELSEIF v_lease_token <> v_token THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
+      ELSEIF v_lease_expires <= v_now THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
+      ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
+        CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
+                                   COALESCE(p_by, ''));
+      END IF;
+      SET v_i = v_i + 1;
+    END WHILE;
+    IF JSON_LENGTH(v_lost) > 0 THEN
+      SET v_result = JSON_OBJECT('outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
+                                 'lost', JSON_EXTRACT(v_lost, '$'));
+    ELSE
+      -- By primary key, one resource at a time (see the UPDATE in clock_renew).
+      SET v_i = 0;
+      WHILE v_i < v_count DO
+        UPDATE leases SET leftovers = v_leftovers
+        WHERE namespace = p_namespace AND resource = clock_rec_nth(p_resources, v_i)
+          AND owner = v_owner;
+        SET v_i = v_i + 1;
+      END WHILE;
+      SET v_result = JSON_OBJECT('outcome', 'noted', 'now', CAST(v_now AS SIGNED));
+    END IF;
+  END IF;
+  COMMIT;
+  SELECT v_result AS `note_leftovers`;
+END;
+
 -- release(p_namespace, p_resources, p_owner, p_secret, p_by, p_host,
 -- p_lineage, p_succeeded) → release: {"now", "released": [{resource,
 -- remaining_depth}…], "refused": [{resource, reason}…]}, reason
@@ -264,7 +378,8 @@ END;
 -- {"now", "released": [{resource, holders_removed}…]}. Removes every holder
 -- of each resource, whoever it is (`clock release --force`, operators
 -- only: roles.sql): live leases are recorded 'forced' with p_forced_by and
--- the login (db_user), expired ones 'expired'. Waiters stay queued. The
+-- the login (db_user), expired ones 'expired', each with the leftovers its
+-- holder noted (clock_note_leftovers). Waiters stay queued. The
 -- next grant draws a larger token, so the old holder's fenced writes fail;
 -- it learns at its next renewal (no LISTEN for --watch-lease here).
 CREATE OR REPLACE PROCEDURE clock_force_release(
@@ -294,10 +409,10 @@ BEGIN
                                            WHERE namespace = p_namespace AND resource = v_resource
                                            FOR UPDATE) AS held);
     INSERT INTO history (at_us, event, namespace, resource, owner, mode, token, held_for_us, host,
-                         ip, pid, user_name, command, forced_by, db_user)
+                         ip, pid, user_name, command, forced_by, db_user, leftovers)
     SELECT v_now, IF(expires_us <= v_now, 'expired', 'forced'), namespace, resource, owner, mode,
            token, v_now - acquired_us, host, ip, pid, user_name, command,
-           IF(expires_us <= v_now, '', COALESCE(p_forced_by, '')), USER()
+           IF(expires_us <= v_now, '', COALESCE(p_forced_by, '')), USER(), leftovers
     FROM leases
     WHERE namespace = p_namespace AND resource = v_resource
     ORDER BY token;

@@ -7,7 +7,8 @@
 --   started) is BIGINT microseconds since 1970 UTC, not text, and expired
 --   is 0/1; the rows come in a fixed order (now, holders by resource and
 --   token, waiters by resource and queue position, runs), which the client
---   may ignore (it sorts).
+--   may ignore (it sorts). leftovers (the 20th) is JSON text as there, kept
+--   as the holder sent it where jsonb reorders keys.
 -- * clock_history and clock_gc_batch return one row of one column holding
 --   the same JSON as the PostgreSQL function.
 --
@@ -24,9 +25,11 @@
 -- namespace (NULL: all) and of a resource and its descendants (NULL: all).
 -- Columns: kind, namespace, resource, owner, mode, slots, token, depth,
 -- at1, at2, at3, expired, host, ip, pid, user_name, command, started,
--- db_user. 'now': at1 the server's clock; 'holder': at1 acquired, at2
--- renewed, at3 expires (NULL: never); 'waiter': token its queue position,
--- at1 since; 'runs': mode the outcome, token the count.
+-- db_user, leftovers. 'now': at1 the server's clock; 'holder': at1
+-- acquired, at2 renewed, at3 expires (NULL: never), leftovers the holder's
+-- clock_note_leftovers list as JSON text (NULL: none); 'waiter': token its
+-- queue position, at1 since; 'runs': mode the outcome, token the count.
+-- leftovers is NULL on every row but a holder's, as on PostgreSQL.
 CREATE OR REPLACE PROCEDURE clock_status_rows(
   IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_include_expired BOOLEAN)
   READS SQL DATA SQL SECURITY DEFINER
@@ -40,17 +43,18 @@ BEGIN
   START TRANSACTION READ ONLY;
   SET v_now = clock_now_us();
   SELECT kind, namespace, resource, owner, mode, slots, token, depth, at1, at2, at3, expired, host,
-         ip, pid, user_name, command, started, db_user
+         ip, pid, user_name, command, started, db_user, leftovers
   FROM (
   SELECT 'now' AS kind, NULL AS namespace, NULL AS resource, NULL AS owner, NULL AS mode,
          NULL AS slots, NULL AS token, NULL AS depth, v_now AS at1, NULL AS at2, NULL AS at3,
          NULL AS expired, NULL AS host, NULL AS ip, NULL AS pid, NULL AS user_name,
-         NULL AS command, NULL AS started, NULL AS db_user, 0 AS part, 0 AS k1, 0 AS k2
+         NULL AS command, NULL AS started, NULL AS db_user, NULL AS leftovers, 0 AS part,
+         0 AS k1, 0 AS k2
   UNION ALL
   SELECT 'holder', l.namespace, l.resource, l.owner, l.mode, l.slots, l.token, l.depth,
          l.acquired_us, l.renewed_us, l.expires_us, COALESCE(l.expires_us <= v_now, 0), l.host,
-         l.ip, l.pid, l.user_name, l.command, l.owner_started_us, l.db_user, 1, l.resource,
-         l.token
+         l.ip, l.pid, l.user_name, l.command, l.owner_started_us, l.db_user, l.leftovers, 1,
+         l.resource, l.token
   FROM leases l
   WHERE (p_namespace IS NULL OR l.namespace = p_namespace)
     AND (p_prefix IS NULL OR l.resource = p_prefix
@@ -59,7 +63,7 @@ BEGIN
   UNION ALL
   SELECT 'waiter', w.namespace, w.resource, w.owner, w.mode, w.slots, w.position, NULL,
          w.enqueued_us, NULL, NULL, NULL, w.host, w.ip, w.pid, w.user_name, w.command,
-         w.owner_started_us, w.db_user, 2, w.resource, w.position
+         w.owner_started_us, w.db_user, NULL, 2, w.resource, w.position
   FROM waiters w
   WHERE (p_namespace IS NULL OR w.namespace = p_namespace)
     AND (p_prefix IS NULL OR w.resource = p_prefix
@@ -67,7 +71,7 @@ BEGIN
     AND w.expires_us > v_now
   UNION ALL
   SELECT 'runs', c.namespace, c.resource, NULL, c.outcome, NULL, c.count, NULL, NULL, NULL, NULL,
-         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 3, c.resource, 0
+         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 3, c.resource, 0
   FROM run_counts c
   WHERE (p_namespace IS NULL OR c.namespace = p_namespace)
     AND (p_prefix IS NULL OR c.resource = p_prefix
@@ -82,9 +86,14 @@ END;
 -- of a resource and its descendants, of one event; each {"id", "at",
 -- "event", "namespace", "resource", "owner", "mode", "token",
 -- "held_for_ms", "host", "ip", "pid", "user", "command", "by", "db_user",
--- "in_the_way", "done_by"} as on PostgreSQL. JSON_ARRAYAGG is bounded by
--- group_concat_max_len, so the procedure raises it for its own statement
--- and puts the caller's value back (no session state is left behind).
+-- "leftovers", "in_the_way", "done_by"} as on PostgreSQL: "leftovers" is
+-- the array the lease ended with (released, forced, expired, lost), null on
+-- any other event or a lease that left nothing, the key always there, as
+-- PostgreSQL's jsonb_build_object writes it. JSON_EXTRACT(…, '$') hands
+-- JSON_OBJECT the column as JSON, never as a quoted string. JSON_ARRAYAGG
+-- is bounded by group_concat_max_len, so the procedure raises it for its
+-- own statement and puts the caller's value back (no session state is left
+-- behind).
 CREATE OR REPLACE PROCEDURE clock_history(
   IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_limit INT,
   IN p_event VARCHAR(16))
@@ -114,6 +123,7 @@ BEGIN
              'token', h.token, 'held_for_ms', ROUND(h.held_for_us / 1000), 'host', h.host,
              'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
              'by', h.forced_by, 'db_user', h.db_user,
+             'leftovers', JSON_EXTRACT(h.leftovers, '$'),
              'in_the_way', IF(h.in_the_way_owner IS NOT NULL AND h.done_by_started_us IS NULL,
                               JSON_OBJECT('owner', h.in_the_way_owner,
                                           'host', h.in_the_way_host,

@@ -1,0 +1,24 @@
+-- clock schema for MariaDB, version 4: the processes a holder's command
+-- left running (clock run --leftovers, docs/whole-job.md), as PostgreSQL's
+-- migration 015 and SQLite's 009 have them.
+--
+-- leases.leftovers: what the holder last reported of them (a JSON array of
+-- {"pid", "command", "fate"}), written only by clock_note_leftovers
+-- (sql/mariadb/procedures/30_renew_release.sql) in the owner's name with
+-- its proof: clock_status_rows shows it, while --leftovers wait keeps the
+-- lock for them.
+--
+-- history.leftovers: the lease's list as it ended (released, forced,
+-- expired, lost), each with its fate: waited for, or ended by clock
+-- (clock_rec_lease_event and clock_force_release copy it).
+--
+-- JSON is MariaDB's alias for LONGTEXT utf8mb4_bin with CHECK
+-- (JSON_VALID(column)): the table refuses text that is not JSON, and the
+-- JSON functions take the column's value as JSON, not as a string.
+-- Nullable, no default, added last: InnoDB adds such a column in place
+-- (ALGORITHM=INSTANT, checked on 10.11), without copying the table, so live
+-- leases, queue entries and history stay as they are, and rows written
+-- before this version have none. IF NOT EXISTS (MariaDB syntax) makes the
+-- file safe to run again, as 001 explains.
+ALTER TABLE leases ADD COLUMN IF NOT EXISTS leftovers JSON NULL;
+ALTER TABLE history ADD COLUMN IF NOT EXISTS leftovers JSON NULL;
