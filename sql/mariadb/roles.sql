@@ -17,8 +17,8 @@
 -- clock_reader    what `clock status`, `history`, `status --missed` and a
 --                 read-only page (clock serve) need: EXECUTE on
 --                 clock_status_rows, clock_history and clock_expected_rows,
---                 SELECT on schema_migrations (the version check every
---                 command makes first). Nothing that writes.
+--                 SELECT on schema_migrations and procedures_stamp (the
+--                 version check every command makes first). Nothing that writes.
 -- clock_app       clock_reader, plus what `clock run`, `acquire`, `renew` and
 --                 `release` need: EXECUTE on clock_try_acquire,
 --                 clock_leave_queue, clock_record_missed_run, clock_renew,
@@ -61,6 +61,7 @@ GRANT clock_reader TO clock_app;
 GRANT clock_app TO clock_operator;
 
 GRANT SELECT ON schema_migrations TO clock_reader;
+GRANT SELECT ON procedures_stamp TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_status_rows TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_history TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_expected_rows TO clock_reader;

@@ -11,7 +11,10 @@
 #   client makes the same schema and procedures; the first operation of a
 #   process migrates a database that is not current; a version-3 schema
 #   with a live lease is upgraded (004) and keeps it;
-# - a login that may not create tables gets 78 pointing at --print-sql.
+# - a login that may not create tables gets 78 pointing at --print-sql;
+# - with the roles of sql/mariadb/roles.sql, clock check tells a reader
+#   login what clock run needs, an app login runs, and a procedure a login
+#   may not execute exits 78 pointing at clock check.
 # Exits 77 (skipped) without a server.
 set -uo pipefail
 
@@ -103,17 +106,18 @@ run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "init with another stamp exits 0 ($(cat "$work/err"))" test $? -eq 0
 check "and applies every procedure again" test "$(routines "$db")" = "$all_routines"
 check "and records its own stamp" test "$(sql "$db" -e 'SELECT sha256 FROM procedures_stamp')" = "$stamp"
-run_test_clock --database "$(url_of "$db")" status >/dev/null 2>"$work/err"
+run_test_clock --database "$(url_of "$db")" status >"$work/out" 2>"$work/err"
 status=$?
-check "an operation not written yet exits 78 (got $status)" test "$status" -eq 78
-check "and says it is not implemented yet" grep -q "status is not implemented yet" "$work/err"
+check "status on the current schema exits 1, no locks held (got $status: $(cat "$work/err"))" \
+  test "$status" -eq 1
+check "and says so" grep -q "no locks held" "$work/out"
 
 # 3c. The first operation migrates a database that is not current, as on
-# PostgreSQL (then, for now, says it is not implemented).
+# PostgreSQL.
 db=$(fresh first_use)
-run_test_clock --database "$(url_of "$db")" status >/dev/null 2>"$work/err"
-check "status on a database without clock tables exits 78, not implemented ($(cat "$work/err"))" \
-  grep -q "status is not implemented yet" "$work/err"
+run_test_clock --database "$(url_of "$db")" status >"$work/out" 2>"$work/err"
+check "status on a database without clock tables makes them and answers ($(cat "$work/err"))" \
+  grep -q "no locks held" "$work/out"
 check "after making the schema" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 4
 check "and the procedures" test "$(routines "$db")" = "$all_routines"
 sql "$db" -e "UPDATE procedures_stamp SET sha256 = REPEAT('0', 64); DROP PROCEDURE clock_renew"
@@ -187,6 +191,43 @@ check "init by that login on a current schema exits 0 (got $status: $(cat "$work
 run_test_clock --database "mariadb://clock_app_$$:wrong@localhost/$db?socket=$socket" init 2>"$work/err"
 status=$?
 check "a wrong password exits 78 (got $status: $(cat "$work/err"))" test "$status" -eq 78
+
+# 7. The roles of sql/mariadb/roles.sql as clock uses them: clock check
+# tells a reader login what clock run needs, an app login runs, and what a
+# login may not do exits 78 pointing at clock check.
+db=$(fresh roles)
+run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
+check "init for the roles exits 0 ($(cat "$work/err"))" test $? -eq 0
+sql "$db" <"$(dirname "$0")/../../sql/mariadb/roles.sql"
+check "roles.sql applies" test $? -eq 0
+sql -e "CREATE USER 'app_$$'@'localhost' IDENTIFIED BY 'pw'; GRANT clock_app TO 'app_$$'@'localhost';
+        SET DEFAULT ROLE clock_app FOR 'app_$$'@'localhost';
+        CREATE USER 'reader_$$'@'localhost' IDENTIFIED BY 'pw';
+        GRANT clock_reader TO 'reader_$$'@'localhost';
+        SET DEFAULT ROLE clock_reader FOR 'reader_$$'@'localhost'"
+app_url="mariadb://app_$$:pw@localhost/$db?socket=$socket"
+reader_url="mariadb://reader_$$:pw@localhost/$db?socket=$socket"
+run_test_clock --database "$app_url" check >"$work/out" 2>&1
+status=$?
+check "clock check by an app login exits 0 (got $status: $(cat "$work/out"))" test "$status" -eq 0
+run_test_clock --database "$reader_url" check >"$work/out" 2>&1
+status=$?
+check "clock check by a reader login exits 78 (got $status)" test "$status" -eq 78
+check "and names clock_try_acquire and clock_app" \
+  grep -q "may not execute clock_try_acquire.*GRANT clock_app" "$work/out"
+run_test_clock --database "$app_url" run -r roles.job -- true 2>"$work/err"
+status=$?
+check "clock run by an app login exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
+run_test_clock --database "$reader_url" run -r roles.job -- true 2>"$work/err"
+status=$?
+check "clock run by a reader login exits 78 (got $status)" test "$status" -eq 78
+check "and points at clock check" grep -q "run 'clock check'" "$work/err"
+run_test_clock --database "$reader_url" history >/dev/null 2>"$work/err"
+status=$?
+check "history by a reader login exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
+run_test_clock --database "$app_url" gc 2>"$work/err"
+status=$?
+check "gc by an app login exits 78 (got $status)" test "$status" -eq 78
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures check(s) failed; kept $work" >&2

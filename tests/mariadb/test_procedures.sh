@@ -427,6 +427,7 @@ check "app: cannot force a release" fails_with "ERROR (1142|1370|1044).*denied" 
 check "app: cannot gc" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_gc_batch(10, NULL, FALSE)"
 check "app: cannot create a procedure" fails_with "ERROR (1142|1370|1044).*denied" as app "CREATE PROCEDURE evil() SELECT 1"
 check "app: reads the schema version" quietly as app "SELECT version FROM schema_migrations"
+check "app: reads the procedures' stamp (the version check reads both)" quietly as app "SELECT sha256 FROM procedures_stamp"
 check "the lease is still held" same "$(count "leases WHERE resource = 'ro.a'")" 1
 check "reader: status" quietly as reader "CALL clock_status_rows('roles', NULL, FALSE)"
 check "reader: history" quietly as reader "CALL clock_history('roles', NULL, 10, NULL)"

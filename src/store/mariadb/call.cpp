@@ -31,7 +31,7 @@ void Connection::set_deadline(steady_clock::time_point retry_until) {
 }
 
 std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
-                                  const Params& params) {
+                                  const Params& params, Resend resend) {
   const auto began = steady_clock::now();
   const auto retry_until = m_retry_until.value_or(began + k_default_patience);
   util::Backoff backoff;
@@ -39,14 +39,22 @@ std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
   bool warned = false;
   for (;;) {
     std::string trouble;  // why this attempt failed, when another may succeed
+    bool sent = false;
     try {
-      return prepare(what, sql).query(params);
+      open();
+      Statement statement = prepare(what, sql);
+      sent = true;
+      return statement.query(params);
     } catch (const ServerTrouble& e) {
       // Unavailable: fail() closed the connection, the next attempt opens a
       // new one. Retry: InnoDB (1213) or the procedure's exit handler (1205)
       // rolled the transaction back, and the session is as it was.
       if (e.kind() != Trouble::unavailable && e.kind() != Trouble::retry)
         throw;
+      if (e.kind() == Trouble::unavailable && sent && resend == Resend::if_unsent) {
+        throw OutcomeUnknown(std::string(e.what()) + " while " + std::string(what) +
+                             " ran: whether it took effect is unknown");
+      }
       trouble = e.what();
     }
     auto now = steady_clock::now();

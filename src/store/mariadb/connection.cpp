@@ -27,6 +27,9 @@ Trouble classify(unsigned error_number) {
     case ER_ACCESS_DENIED_ERROR:              // 1045
     case ER_BAD_DB_ERROR:                     // 1049 unknown database
     case ER_ACCESS_DENIED_NO_PASSWORD_ERROR:  // 1698 (unix_socket)
+    case ER_TABLEACCESS_DENIED_ERROR:         // 1142 a table privilege
+    case ER_COLUMNACCESS_DENIED_ERROR:        // 1143
+    case ER_PROCACCESS_DENIED_ERROR:          // 1370 EXECUTE on a procedure
       return Trouble::refused;
     default:
       return Trouble::internal;
@@ -144,6 +147,10 @@ void Connection::fail(std::string_view what) {
   unsigned number = mysql_errno(m_handle);
   std::string message = "MariaDB: " + std::string(what) + " failed: " + mysql_error(m_handle) +
                         " (error " + std::to_string(number) + ")";
+  if (number == ER_PROCACCESS_DENIED_ERROR) {
+    message += "; run 'clock check' as this login to see what it lacks (the roles are in "
+               "sql/mariadb/roles.sql)";
+  }
   Trouble trouble = classify(number);
   // A connection that met trouble is not used again: its session may be in
   // any state (a half-read reply, a rolled-back transaction).
@@ -216,6 +223,10 @@ void Statement::fail() {
   unsigned number = mysql_stmt_errno(m_handle);
   std::string message = "MariaDB: " + m_what + " failed: " + mysql_stmt_error(m_handle) +
                         " (error " + std::to_string(number) + ")";
+  if (number == ER_PROCACCESS_DENIED_ERROR) {
+    message += "; run 'clock check' as this login to see what it lacks (the roles are in "
+               "sql/mariadb/roles.sql)";
+  }
   Trouble trouble = classify(number);
   if (trouble != Trouble::retry) {
     mysql_stmt_close(m_handle);

@@ -49,8 +49,8 @@ enum class Trouble {
 // 1040 too many connections, 1203 too many connections for the user, 2002
 // and 2003 cannot connect, 2006 server gone, 2013 lost during a query →
 // unavailable; 1213 and 1205 → retry; 1044 and 1045 access denied, 1049
-// unknown database, 1698 unix_socket login refused → refused; the rest →
-// internal.
+// unknown database, 1698 unix_socket login refused, 1142, 1143 and 1370 a
+// privilege the login lacks → refused; the rest → internal.
 Trouble classify(unsigned error_number);
 
 // A statement or connect that failed on the server's side. code() is
@@ -67,6 +67,22 @@ class ServerTrouble : public clk::Error {
   Trouble m_trouble;
   unsigned m_number;
 };
+
+// A statement sent whose reply was lost (the connection dropped while it
+// ran): it may or may not have taken effect. Exit code unavailable (69).
+class OutcomeUnknown : public clk::Error {
+ public:
+  explicit OutcomeUnknown(std::string message)
+      : clk::Error(ExitCode::unavailable, std::move(message)) {}
+};
+
+// Whether Connection::call may send a statement again after its connection
+// dropped while it ran: `allowed` for a statement that does the same when
+// sent twice (a grant by request id, a renewal, a read); `if_unsent` for
+// one that must not (a release undoes a re-entry each time), which is sent
+// again only when it cannot have run (the connect or prepare failed, or the
+// server rolled it back: 1213, 1205), else throws OutcomeUnknown.
+enum class Resend { allowed, if_unsent };
 
 // One bound parameter: SQL NULL, an integer or a string (bytes).
 using Param = std::variant<std::monostate, std::int64_t, std::string>;
@@ -124,8 +140,9 @@ class Connection {
   // Trouble::retry (1213, 1205: the transaction was rolled back) backs off
   // and sends it again on the same one. Past the deadline it throws
   // clk::Error(unavailable) with the last trouble; refused and internal
-  // trouble is thrown at once. Only for statements that may be sent twice.
-  std::vector<Row> call(std::string_view what, const std::string& sql, const Params& params);
+  // trouble is thrown at once. `resend`: see Resend.
+  std::vector<Row> call(std::string_view what, const std::string& sql, const Params& params,
+                        Resend resend = Resend::allowed);
 
   // The server's version string ("10.11.6-MariaDB-0+deb12u1").
   std::string server_version();

@@ -1,6 +1,5 @@
-// The MariaDB store. WORK IN PROGRESS (issue 30): only migrate() is real;
-// every lock operation throws clk::Error(config) saying MariaDB support is
-// not finished. clock reaches it only from its tests (mariadb_loader.cpp).
+// The MariaDB store (store.cpp). Reached only from the tests while issue 30
+// is open (mariadb_loader.cpp).
 #pragma once
 
 #include <memory>

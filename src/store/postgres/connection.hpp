@@ -23,6 +23,7 @@
 
 #include "error.hpp"
 #include "store/postgres/statement_timer.hpp"
+#include "store/server/row_view.hpp"
 #include "util/backoff.hpp"
 
 namespace clk::store::postgres {
@@ -54,12 +55,7 @@ class OutcomeUnknown : public clk::Error {
 // lock_timeout (5 s) unless the server, or the pooler before it, is in trouble.
 inline constexpr std::chrono::seconds k_statement_limit{10};
 
-// One row of a result, as text: nullptr for SQL NULL. Valid during the visit.
-class RowView {
- public:
-  virtual ~RowView() = default;
-  virtual const char* at(int column) const = 0;
-};
+using store::RowView;
 
 class Connection {
  public:

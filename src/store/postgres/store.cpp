@@ -18,12 +18,14 @@
 #include "store/gc_pacing.hpp"
 #include "store/leftovers_json.hpp"
 #include "store/postgres/connection.hpp"
-#include "store/postgres/expected_rows.hpp"
 #include "store/postgres/privileges.hpp"
 #include "store/postgres/replication.hpp"
-#include "store/postgres/rows.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/server_log.hpp"
+#include "store/server/expected_rows.hpp"
+#include "store/server/json_replies.hpp"
+#include "store/server/release_lookup.hpp"
+#include "store/server/status_rows.hpp"
 #include "util/random_seed.hpp"
 
 namespace clk::store {
@@ -131,7 +133,7 @@ class PostgresStore::Impl {
   // returns its "now" row, so no rows means the schema is out of date).
   void each_row(std::string_view what, std::string_view function, std::string_view arguments,
                 const pg::Params& params, pg::Retry retry,
-                const std::function<void(const pg::RowView&)>& visit) {
+                const std::function<void(const RowView&)>& visit) {
     std::string sql = "SELECT * FROM " + pg::quoted(m_schema) + "." + std::string(function) + "(" +
                       std::string(arguments) + ")";
     if (!m_schema_ready) {
@@ -362,10 +364,10 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
   const std::string& request_id = request.request_id;
   // Retried once after a dropped connection: the request id makes a grant
   // that did take effect come back unchanged instead of re-entering.
-  pg::AcquireReply reply;
+  AcquireReply reply;
   m_impl->one_acquire_attempt();
   try {
-    reply = pg::parse_acquire(m_impl->call(
+    reply = parse_acquire(m_impl->call(
         "acquire", "try_acquire",
         "$1, $2::text[], $3, $4, $5::uuid, $6, $7, $8, $9, $10, $11, $12, $13,"
         " 'epoch'::timestamptz + $14::bigint * interval '1 microsecond', $15, $16, $17,"
@@ -443,7 +445,7 @@ void PostgresStore::wait_for_change(steady_clock::time_point until) {
 
 void PostgresStore::renew(const RenewRequest& request) {
   m_impl->patience(k_renew_patience);
-  auto lost = pg::parse_renew(m_impl->call(
+  auto lost = parse_renew(m_impl->call(
       "renew", "renew", "$1, $2::text[], $3::uuid, $4::bigint[], $5, $6, $7",
       {request.ns, text_array(request.resources), request.owner.str(), bigint_array(request.tokens),
        std::to_string(request.ttl.count()), request.secret, describe(request.caller)},
@@ -456,7 +458,7 @@ void PostgresStore::note_leftovers(const LeftoversNote& note) {
   const auto& held = note.held;
   m_impl->patience(k_renew_patience);
   // Writing the same list twice is harmless: retried after a dropped connection.
-  auto lost = pg::parse_renew(m_impl->call(
+  auto lost = parse_renew(m_impl->call(
       "recording the leftovers", "note_leftovers",
       "$1, $2::text[], $3::uuid, $4::bigint[], $5::jsonb, $6, $7",
       {held.ns, text_array(held.resources), held.owner.str(), bigint_array(held.tokens),
@@ -501,9 +503,9 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
   }
   m_impl->patience(patience);
   std::vector<Refused> failures;
-  pg::ReleaseReply reply;
+  ReleaseReply reply;
   if (request.force) {
-    reply = pg::parse_release(m_impl->call(
+    reply = parse_release(m_impl->call(
         "forced release", "force_release", "$1, $2::text[], $3",
         {request.ns, text_array(request.resources), describe(request.caller)}, pg::Retry::never));
     std::erase_if(reply.released, [&](const Released& released) {
@@ -529,10 +531,10 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
 // lease is looked up instead: a release that took effect is reported done, one
 // that did not is sent again, until the outcome is known or the release's
 // patience (k_release_patience) runs out.
-pg::ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
+ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
   for (;;) {
     try {
-      return pg::parse_release(m_impl->call(
+      return parse_release(m_impl->call(
           "release", "release", "$1, $2::text[], $3::uuid, $4, $5, $6, $7::bigint[], $8",
           {request.ns, text_array(request.resources), request.owner->str(), request.secret,
            describe(request.caller), request.caller.host, bigint_array(request.caller.lineage),
@@ -546,7 +548,9 @@ pg::ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
       spdlog::info("{}; looking it up", unknown.what());
       std::optional<bool> done;
       try {
-        done = release_took_effect(request);
+        done = release_took_effect(
+            request, [this](const StatusQuery& query) { return status_within(query); },
+            [this](const HistoryQuery& query) { return history_within(query); });
       } catch (const Error& error) {
         throw Error(ExitCode::unavailable,
                     std::string(unknown.what()) + "; and looking it up failed: " + error.what());
@@ -555,7 +559,7 @@ pg::ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
         throw;
       if (*done) {
         spdlog::info("the release of {} had taken effect", request.resources.front().str());
-        pg::ReleaseReply reply;
+        ReleaseReply reply;
         for (std::size_t i = 0; i < request.resources.size(); ++i)
           reply.released.push_back({request.resources[i], request.depths[i] - 1, 0});
         return reply;
@@ -564,52 +568,6 @@ pg::ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
                    request.resources.front().str());
     }
   }
-}
-
-// Whether a release whose reply was lost took effect: true (every lease
-// is one re-entry lower, or gone with a `released` event under its token),
-// false (none is: send it again; a lease gone otherwise is refused by that
-// second release as it would have been by the first), nullopt when the
-// leases disagree (someone else changed them meanwhile).
-std::optional<bool> PostgresStore::release_took_effect(const ReleaseRequest& request) {
-  int done = 0;
-  for (std::size_t i = 0; i < request.resources.size(); ++i) {
-    const auto& resource = request.resources[i];
-    StatusQuery query;
-    query.ns = request.ns;
-    query.prefix = resource;
-    Snapshot snapshot = status_within(query);
-    auto lease = std::find_if(snapshot.holders.begin(), snapshot.holders.end(), [&](auto& held) {
-      return held.resource == resource && held.owner == *request.owner;
-    });
-    if (lease != snapshot.holders.end()) {
-      if (lease->token != request.tokens[i])
-        return std::nullopt;
-      if (lease->depth == request.depths[i] - 1)
-        ++done;
-      else if (lease->depth != request.depths[i])
-        return std::nullopt;
-      continue;
-    }
-    if (request.depths[i] != 1)
-      continue;  // gone from under a re-entry: the release sent again says why
-    HistoryQuery past;
-    past.ns = request.ns;
-    past.prefix = resource;
-    past.event = EventKind::released;
-    past.limit = 100;
-    auto events = history_within(past);
-    if (std::any_of(events.begin(), events.end(), [&](const HistoryEvent& event) {
-          return event.resource == resource && event.owner == *request.owner &&
-                 event.token == request.tokens[i];
-        }))
-      ++done;
-  }
-  if (done == 0)
-    return false;
-  if (done == static_cast<int>(request.resources.size()))
-    return true;
-  return std::nullopt;
 }
 
 Snapshot PostgresStore::status(const StatusQuery& query) {
@@ -621,10 +579,10 @@ Snapshot PostgresStore::status_within(const StatusQuery& query) {
   std::optional<std::string> prefix;
   if (query.prefix)
     prefix = query.prefix->str();
-  pg::StatusRows rows;
+  StatusRows rows(InstantFormat::utc_text);
   m_impl->each_row("status", "status_rows", "$1, $2, $3",
                    {query.ns, prefix, boolean(query.include_expired)}, pg::Retry::if_broken,
-                   [&](const pg::RowView& row) { rows.add(row); });
+                   [&](const RowView& row) { rows.add(row); });
   return rows.take();
 }
 
@@ -652,10 +610,10 @@ ExpectedRuns PostgresStore::expected_runs(const ExpectedQuery& query) {
     since = std::to_string(
         std::chrono::duration_cast<std::chrono::microseconds>(query.since->time_since_epoch())
             .count());
-  pg::ExpectedRows rows;
+  ExpectedRows rows;
   m_impl->each_row("reading expected runs", "expected_rows", "$1, $2, $3::bigint",
                    {query.ns, prefix, since}, pg::Retry::if_broken,
-                   [&](const pg::RowView& row) { rows.add(row); });
+                   [&](const RowView& row) { rows.add(row); });
   return rows.take();
 }
 
@@ -671,9 +629,9 @@ std::vector<HistoryEvent> PostgresStore::history_within(const HistoryQuery& quer
   std::optional<std::string> event;
   if (query.event)
     event = std::string(to_string(*query.event));
-  return pg::parse_history(m_impl->call("history", "history", "$1, $2, $3, $4",
-                                        {query.ns, prefix, std::to_string(query.limit), event},
-                                        pg::Retry::if_broken));
+  return parse_history(m_impl->call("history", "history", "$1, $2, $3, $4",
+                                    {query.ns, prefix, std::to_string(query.limit), event},
+                                    pg::Retry::if_broken));
 }
 
 // One batch per call (and transaction), paced (gc_pacing.hpp), until a batch
@@ -688,7 +646,7 @@ GcReport PostgresStore::gc(const GcOptions& options) {
     const int batch = pacer.rows();
     m_impl->patience(k_command_patience);
     auto started = std::chrono::steady_clock::now();
-    GcReport report = pg::parse_gc(m_impl->call(
+    GcReport report = parse_gc(m_impl->call(
         "gc", "gc_batch", "$1, $2, $3",
         {std::to_string(batch), older_than, boolean(options.dry_run)}, pg::Retry::if_broken));
     pacer.took(std::chrono::steady_clock::now() - started);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "store/postgres/lease_watch.hpp"
-#include "store/postgres/rows.hpp"
+#include "store/server/json_replies.hpp"
 #include "store/store.hpp"
 #include "store/store_options.hpp"
 
@@ -87,8 +87,7 @@ class PostgresStore final : public Store {
  private:
   Snapshot status_within(const StatusQuery& query);
   std::vector<HistoryEvent> history_within(const HistoryQuery& query);
-  postgres::ReleaseReply release_once(const ReleaseRequest& request);
-  std::optional<bool> release_took_effect(const ReleaseRequest& request);
+  ReleaseReply release_once(const ReleaseRequest& request);
 
   class Impl;
   std::unique_ptr<Impl> m_impl;

@@ -1,14 +1,14 @@
 // Reading expected_rows(): instants come as integer microseconds since the
 // epoch (usec()), so nothing here parses dates.
-#include "store/postgres/expected_rows.hpp"
+#include "store/server/expected_rows.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "error.hpp"
-#include "store/postgres/connection.hpp"
+#include "store/server/row_view.hpp"
 
-namespace clk::store::postgres {
+namespace clk::store {
 
 namespace {
 
@@ -67,4 +67,4 @@ ExpectedRuns ExpectedRows::take() {
   return out;
 }
 
-}  // namespace clk::store::postgres
+}  // namespace clk::store

@@ -1,5 +1,6 @@
-// The replies of the SQL functions of sql/postgres (jsonb, instants in
-// microseconds since the Unix epoch) as the Store's types. A reply that does
+// The JSON replies of the SQL functions of sql/postgres (jsonb) and of the
+// procedures of sql/mariadb (the same JSON as text), instants in
+// microseconds since the Unix epoch, as the Store's types. A reply that does
 // not parse is a bug: clk::Error(internal).
 #pragma once
 
@@ -11,7 +12,7 @@
 
 #include "store/store.hpp"
 
-namespace clk::store::postgres {
+namespace clk::store {
 
 // try_acquire(): the attempt, or the lock model's refusal.
 struct AcquireReply {
@@ -42,19 +43,7 @@ struct ReleaseReply {
 };
 ReleaseReply parse_release(const std::string& json);
 
-class RowView;  // connection.hpp
-
-// status_rows() (schema 5): one row at a time, then the snapshot, sorted as
-// status() sorted it.
-class StatusRows {
- public:
-  void add(const RowView& row);
-  Snapshot take();
-
- private:
-  Snapshot m_snapshot;
-};
 std::vector<HistoryEvent> parse_history(const std::string& json);
 GcReport parse_gc(const std::string& json);
 
-}  // namespace clk::store::postgres
+}  // namespace clk::store

@@ -1,5 +1,6 @@
-// The rows of expected_rows() (sql/postgres/functions/60_expected_runs.sql),
-// read one at a time into ExpectedRuns.
+// The rows of expected_rows() (sql/postgres/functions/60_expected_runs.sql)
+// and of MariaDB's clock_expected_rows (the same columns), read one at a time
+// into ExpectedRuns.
 #pragma once
 
 #include <map>
@@ -8,9 +9,9 @@
 
 #include "store/store.hpp"
 
-namespace clk::store::postgres {
+namespace clk::store {
 
-class RowView;  // connection.hpp
+class RowView;  // row_view.hpp
 
 class ExpectedRows {
  public:
@@ -24,4 +25,4 @@ class ExpectedRows {
   std::vector<std::pair<std::pair<std::string, std::string>, lock::Instant>> m_successes;
 };
 
-}  // namespace clk::store::postgres
+}  // namespace clk::store
