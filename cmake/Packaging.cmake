@@ -44,6 +44,7 @@ set(CLOCK_MAN_GZ ${CLOCK_PKG_DIR}/clock.1.gz)
 if(CMAKE_OBJCOPY)
   install(CODE "
     foreach(_clock_elf \"${CMAKE_INSTALL_BINDIR}/clock\" \"${CLOCK_MODULE_SUBDIR}/clock-postgres.so\"
+                       \"${CLOCK_MODULE_SUBDIR}/clock-mariadb.so\"
                        \"${CLOCK_MODULE_SUBDIR}/clock-ping.so\"
                        \"${CLOCK_MODULE_SUBDIR}/clock-serve.so\")
       set(_clock_elf \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${_clock_elf}\")
@@ -103,6 +104,9 @@ install(FILES ${CMAKE_SOURCE_DIR}/packaging/schema/missed.schema.json
 install(FILES ${CMAKE_SOURCE_DIR}/sql/postgres/roles.sql
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/examples/postgres
   COMPONENT deb EXCLUDE_FROM_ALL)
+install(FILES ${CMAKE_SOURCE_DIR}/sql/mariadb/roles.sql
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/clock/examples/mariadb
+  COMPONENT deb EXCLUDE_FROM_ALL)
 
 # The top entry of the Debian changelog must name the version being packaged.
 file(STRINGS ${CMAKE_SOURCE_DIR}/packaging/debian/changelog _clock_changelog_top LIMIT_COUNT 1)
@@ -140,8 +144,8 @@ first-come, first-served order with deadlock detection. Every grant is a
 lease measured on the database server's clock, renewed while the job runs,
 and carries a fencing token that only ever grows.
 
-Locks live in a local SQLite file by default; point clock at PostgreSQL to
-lock across machines. The package installs /etc/clock/clock.toml, bash and
+Locks live in a local SQLite file by default; point clock at PostgreSQL or
+MariaDB/MySQL to lock across machines. The package installs /etc/clock/clock.toml, bash and
 zsh completions, a systemd timer for clock gc and a service for clock
 serve, the read-only status page (neither enabled).]=])
 

@@ -40,9 +40,10 @@ void add_global_flags(CLI::App& app, cmd::Context& context) {
                  "user cannot read is an error (78) unless --database or "
                  "$CLOCK_DATABASE_URL names the database");
   app.add_option("--database", context.flags.database_url,
-                 "sqlite:/path/file.db, postgresql://… or 'host=… dbname=…' "
+                 "sqlite:/path/file.db, postgresql://…, 'host=… dbname=…' or "
+                 "mariadb://… (mysql://…) "
                  "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db); "
-                 "keep passwords in ~/.pgpass or $CLOCK_DATABASE_URL, not here "
+                 "keep passwords in ~/.pgpass, ~/.my.cnf or $CLOCK_DATABASE_URL, not here "
                  "(ps shows them until clock has parsed its flags)");
   app.add_option("--namespace", context.flags.ns,
                  "Lock namespace (default: $CLOCK_NAMESPACE, "

@@ -2,7 +2,6 @@
 // start-up tricks (Connector/C is one library, not twenty).
 #include "store/mariadb_loader.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
@@ -19,24 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* k_module_file = "clock-mariadb.so";
-
-bool unfinished_backend_allowed() {
-#ifdef CLOCK_TEST_FAULTS
-  const char* allowed = std::getenv("CLOCK_TEST_UNFINISHED_MARIADB");
-  return allowed && std::strcmp(allowed, "1") == 0;
-#else
-  return false;
-#endif
-}
-
-void refuse_unless_allowed(const std::string& url) {
-  parse_mariadb_url(url);  // a bad URL says what is wrong first
-  if (!unfinished_backend_allowed()) {
-    throw Error(ExitCode::config,
-                "MariaDB/MySQL support is not finished yet (issue 30): clock cannot use a "
-                "mysql:// or mariadb:// database; use sqlite: or postgresql:// for now");
-  }
-}
 
 struct Module {
   decltype(&clock_mariadb_open) open = nullptr;
@@ -76,12 +57,12 @@ const Module& module() {
 }  // namespace
 
 std::unique_ptr<Store> open_mariadb_store(const StoreOptions& options) {
-  refuse_unless_allowed(options.url);
+  parse_mariadb_url(options.url);  // a bad URL says what is wrong before anything is loaded
   return std::unique_ptr<Store>(module().open(options));
 }
 
 std::string mariadb_schema_sql_from_module(const std::string& url) {
-  refuse_unless_allowed(url);
+  parse_mariadb_url(url);
   std::string sql;
   module().schema_sql(sql);
   return sql;

@@ -1,11 +1,8 @@
 // The loader of the MariaDB module (clock-mariadb.so), linked into clock.
 //
-// MariaDB support is not finished (issue 30): outside clock's own tests, a
-// mysql:// or mariadb:// URL is parsed (a bad one is still a configuration
-// error that says what is wrong) and then refused with exit 78 and one line
-// saying so, before any module is loaded. The tests reach the module through
-// CLOCK_TEST_UNFINISHED_MARIADB=1, which only a build with CLOCK_TEST_FAULTS
-// (never a package) reads; the package does not install the module.
+// A mysql:// or mariadb:// URL is parsed first (a bad one is a
+// configuration error that says what is wrong, password masked), then the
+// module is loaded from clock's private folder, once per process.
 #pragma once
 
 #include <memory>
@@ -16,8 +13,8 @@
 
 namespace clk::store {
 
-// Throws clk::Error(config): the URL is bad, MariaDB is not finished, or the
-// module is missing.
+// Throws clk::Error(config): the URL is bad, or the module is missing or
+// from another build.
 std::unique_ptr<Store> open_mariadb_store(const StoreOptions& options);
 std::string mariadb_schema_sql_from_module(const std::string& url);
 

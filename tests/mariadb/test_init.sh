@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
-# clock init and init --print-sql on MariaDB (issue 30, work in progress),
-# against the server of tests/helpers/with-mariadb.sh:
-# - outside the tests a mysql:// URL exits 78 with one line saying MariaDB
-#   support is not finished (and a bad one says what is wrong, password
-#   masked);
-# - with CLOCK_TEST_UNFINISHED_MARIADB=1 (test builds only), init creates
-#   the schema and the procedures of sql/mariadb/procedures, again is a
+# clock init and init --print-sql on MariaDB, against the server of
+# tests/helpers/with-mariadb.sh:
+# - a user's clock opens a mariadb URL (no test-only switch), and a bad one
+#   says what is wrong, password masked;
+# - init creates the schema and the procedures of sql/mariadb/procedures, again is a
 #   no-op, re-applies the procedures when their recorded stamp differs and
 #   only then, works over TCP too, and --print-sql applied by the mariadb
 #   client makes the same schema and procedures; the first operation of a
@@ -41,20 +39,17 @@ fresh() {
   sql -e "CREATE DATABASE \`$name\`" && echo "$name"
 }
 # clock with a config of nothing (no user file can name another database).
-run_clock() { env -u CLOCK_TEST_UNFINISHED_MARIADB HOME="$work" XDG_CONFIG_HOME="$work" "$clock" "$@"; }
-run_test_clock() { CLOCK_TEST_UNFINISHED_MARIADB=1 HOME="$work" XDG_CONFIG_HOME="$work" "$clock" "$@"; }
+run_clock() { HOME="$work" XDG_CONFIG_HOME="$work" "$clock" "$@"; }
+run_test_clock() { run_clock "$@"; }
 
-# 1. Users get 78 and one line, for every command, before anything is loaded.
-db=$(fresh refused)
-for args in "init" "init --print-sql" "status" "acquire -r a -n" "run -r a -- true"; do
-  # shellcheck disable=SC2086  # the words of args
-  run_clock --database "$(url_of "$db")" $args >"$work/out" 2>"$work/err"
-  status=$?
-  check "'$args' on a mariadb URL exits 78 (got $status)" test "$status" -eq 78
-  check "'$args' says in one line that MariaDB is not finished" \
-    bash -c "[[ \$(wc -l <'$work/err') -eq 1 ]] && grep -q 'MariaDB/MySQL support is not finished' '$work/err'"
-done
-check "nothing was created for a user" test "$(sql -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$db'")" -eq 0
+# 1. No test-only switch: a user's clock opens a mariadb URL.
+db=$(fresh users)
+run_clock --database "$(url_of "$db")" init 2>"$work/err"
+status=$?
+check "a user's init on a mariadb URL exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
+run_clock --database "$(url_of "$db")" run -r users.job -- true 2>"$work/err"
+status=$?
+check "and a run exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
 
 # 2. A bad URL says what is wrong, without its password.
 run_clock --database "mysql://u:s3cretpw@h:99999/d" init 2>"$work/err"
@@ -63,7 +58,7 @@ check "a bad port exits 78 (got $status)" test "$status" -eq 78
 check "the message names the port" grep -q "port '99999'" "$work/err"
 check "the message hides the password" bash -c "! grep -q s3cretpw '$work/err'"
 
-# 3. In the tests: init creates schema 001, and again is a no-op.
+# 3. init creates the schema, and again is a no-op.
 db=$(fresh init)
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 status=$?

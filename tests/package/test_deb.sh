@@ -64,6 +64,9 @@ check "Depends (from dpkg-shlibdeps) has libc6 and libpqxx, not libsqlite3 (link
 # dpkg-shlibdeps too.
 curl_depends() { [[ $depends == *libcurl4* ]]; }
 check "Depends (from dpkg-shlibdeps) has libcurl4, for clock run --ping's module" curl_depends
+# The MariaDB module (clock-mariadb.so) links Connector/C: libmariadb3.
+mariadb_depends() { [[ $depends == *libmariadb3* ]]; }
+check "Depends (from dpkg-shlibdeps) has libmariadb3, for the MariaDB module" mariadb_depends
 check "the alert rules, their unit tests and the Grafana dashboard are in /usr/share/clock" \
   test -f "$fs/usr/share/clock/prometheus/clock.rules.yml" \
   -a -f "$fs/usr/share/clock/prometheus/clock.rules.test.yml" \
@@ -207,6 +210,19 @@ check "clock-serve.service in /lib/systemd/system, not enabled (no wants link)" 
 check "the serve service runs /usr/bin/clock ... serve" grep -Eq '^ExecStart=/usr/bin/clock( .*)? serve$' "$serve_unit"
 check "clock-serve.so is installed beside the other modules" \
   bash -c 'ls "$1"/usr/lib/*/clock/clock-serve.so' _ "$fs"
+check "clock-mariadb.so is installed beside the other modules" \
+  bash -c 'ls "$1"/usr/lib/*/clock/clock-mariadb.so' _ "$fs"
+check "the MariaDB roles are an example in /usr/share/doc/clock/examples/mariadb" \
+  test -f "$fs/usr/share/doc/clock/examples/mariadb/roles.sql"
+# The installed clock loads its MariaDB module: init --print-sql asks the
+# module for its DDL and connects to nothing.
+mariadb_module_loads() {
+  local out
+  out=$(HOME=$root CLOCK_CONFIG=/dev/null "$clock" --database 'mariadb://nobody@db.invalid/clock' \
+    init --print-sql 2>&1) || { echo "$out" | head -n 3; return 1; }
+  [[ $out == *"CREATE TABLE"* && $out == *"PROCEDURE clock_try_acquire"* ]]
+}
+check "the installed clock loads its MariaDB module (init --print-sql)" mariadb_module_loads
 verify_serve_unit() {
   local dir out rc
   dir=$(mktemp -d "$root/units.XXXXXX") || return

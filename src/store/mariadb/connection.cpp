@@ -148,8 +148,9 @@ void Connection::fail(std::string_view what) {
   std::string message = "MariaDB: " + std::string(what) + " failed: " + mysql_error(m_handle) +
                         " (error " + std::to_string(number) + ")";
   if (number == ER_PROCACCESS_DENIED_ERROR) {
-    message += "; run 'clock check' as this login to see what it lacks (the roles are in "
-               "sql/mariadb/roles.sql)";
+    message +=
+        "; run 'clock check' as this login to see what it lacks (the roles are in "
+        "sql/mariadb/roles.sql)";
   }
   Trouble trouble = classify(number);
   // A connection that met trouble is not used again: its session may be in
@@ -224,8 +225,9 @@ void Statement::fail() {
   std::string message = "MariaDB: " + m_what + " failed: " + mysql_stmt_error(m_handle) +
                         " (error " + std::to_string(number) + ")";
   if (number == ER_PROCACCESS_DENIED_ERROR) {
-    message += "; run 'clock check' as this login to see what it lacks (the roles are in "
-               "sql/mariadb/roles.sql)";
+    message +=
+        "; run 'clock check' as this login to see what it lacks (the roles are in "
+        "sql/mariadb/roles.sql)";
   }
   Trouble trouble = classify(number);
   if (trouble != Trouble::retry) {

@@ -274,7 +274,22 @@ class MariadbStore : public Store {
       m_connection.close();
   }
 
-  std::vector<std::string> setup_warnings() override { return {}; }
+  // A Galera node: what multi-writer use needs is not in place yet (issue
+  // 31). Never throws: a server that cannot say (MySQL has no wsrep_on) is
+  // not one.
+  std::vector<std::string> setup_warnings() override {
+    try {
+      patience(k_check_patience);
+      auto rows = m_connection.call("the Galera check", "SELECT @@wsrep_on", {});
+      if (!rows.empty() && !rows.front().empty() && rows.front().front() == "1") {
+        return {
+            "this MariaDB server is a Galera node (wsrep_on): clock does not support "
+            "multi-writer Galera yet; point every host at the same node"};
+      }
+    } catch (const std::exception&) {
+    }
+    return {};
+  }
 
   std::vector<std::string> missing_run_privileges() override {
     patience(k_command_patience);
