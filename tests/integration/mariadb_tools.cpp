@@ -63,7 +63,6 @@ class MariadbBackend : public Backend {
   explicit MariadbBackend(const std::filesystem::path& dir) : m_database(dir) {}
   std::string name() const override { return "mariadb"; }
   std::string url() const override { return m_database.url(); }
-  std::map<std::string, std::string> environment() const override { return gate_environment(); }
 
  private:
   Database m_database;
@@ -88,10 +87,6 @@ std::string with_database(const std::string& url, const std::string& name) {
   auto slash = url.find('/', authority);
   std::string tail = query == std::string::npos ? "" : url.substr(query);
   return url.substr(0, std::min({slash, query, url.size()})) + "/" + name + tail;
-}
-
-std::map<std::string, std::string> gate_environment() {
-  return {{"CLOCK_TEST_UNFINISHED_MARIADB", "1"}};
 }
 
 Database::Database(const std::filesystem::path& output_dir)

@@ -22,11 +22,6 @@ bool server_available();
 // database `name` instead.
 std::string with_database(const std::string& url, const std::string& name);
 
-// The variables a clock process needs for a mariadb:// URL while the
-// backend is unfinished: the gate of src/store/mariadb_loader.cpp, which
-// test builds (CLOCK_TEST_FAULTS) open. Delete with the gate.
-std::map<std::string, std::string> gate_environment();
-
 // A database of its own on the server, created with a unique name and
 // dropped when this goes out of scope. `output_dir` receives the client's
 // stdout and stderr files.

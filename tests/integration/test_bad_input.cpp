@@ -118,8 +118,7 @@ TEST_SUITE("bad input") {
 
   TEST_CASE("a bad database URL exits 78") {
     TestEnv env;
-    // The mysql:// one is refused for its option before anything is loaded,
-    // whether or not the unfinished MariaDB backend is open (the mariadb run).
+    // The mysql:// one is refused for its option before the module is loaded.
     for (std::string url : {"mysql://localhost/clock?no-such-option=1", "not a url", "sqlite:"}) {
       CAPTURE(url);
       Result result = env.clock({"--database", url, "acquire", "-r", "x"});

@@ -15,8 +15,8 @@ namespace {
 
 // `clock ARGS…` as cron starts it: the few variables cron sets, plus those a
 // crontab line would set for clock (the database URL, libpq's variables of
-// the test runner and the backend's own, Backend::environment). stdin is
-// /dev/null and stdout/stderr are files.
+// the test runner and the backend's own, Backend::environment: none today).
+// stdin is /dev/null and stdout/stderr are files.
 Command cron_command(const TestEnv& env, const std::vector<std::string>& args) {
   Command command = env.clock_command(args);
   std::map<std::string, std::string> cron_env = {{"HOME", env.path("home").string()},

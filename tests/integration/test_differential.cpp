@@ -594,7 +594,6 @@ TEST_SUITE("lock model") {
     std::map<std::string, std::string> mariadb;
     if (maria::server_available()) {
       mariadb_database = std::make_unique<maria::Database>(env.path("output"));
-      mariadb = maria::gate_environment();
       mariadb["CLOCK_DATABASE_URL"] = mariadb_database->url();
     } else if (running_in_ci()) {
       FAIL(
