@@ -24,6 +24,8 @@
 
 #include <doctest/doctest.h>
 
+#include "mariadb_tools.hpp"
+
 extern char** environ;
 
 namespace clk::test {
@@ -517,13 +519,34 @@ std::string backend_name() {
   return getenv_or("CLOCK_TEST_BACKEND", "sqlite");
 }
 
+namespace {
+std::vector<std::string>& reasons() {
+  static std::vector<std::string> list;
+  return list;
+}
+}  // namespace
+
+doctest::skip not_on(const std::string& backend, const std::string& reason) {
+  bool skipped = backend_name() == backend;
+  if (skipped)
+    reasons().push_back(reason);
+  return doctest::skip(skipped);
+}
+
+const std::vector<std::string>& skip_reasons() {
+  return reasons();
+}
+
 std::unique_ptr<Backend> make_backend(const fs::path& dir) {
   std::string name = backend_name();
   if (name == "sqlite")
     return std::make_unique<SqliteBackend>(dir);
   if (name == "postgres")
     return std::make_unique<PostgresBackend>(dir);
-  throw std::runtime_error("unknown CLOCK_TEST_BACKEND: " + name + " (use sqlite or postgres)");
+  if (name == "mariadb")
+    return maria::make_backend(dir);
+  throw std::runtime_error("unknown CLOCK_TEST_BACKEND: " + name +
+                           " (use sqlite, postgres or mariadb)");
 }
 
 // ---------------------------------------------------------------- TestEnv
@@ -591,6 +614,8 @@ std::map<std::string, std::string> TestEnv::environment(
     if (passes)
       env[key] = text.substr(eq + 1);
   }
+  for (const auto& [key, value] : m_backend->environment())
+    env[key] = value;
   for (const auto& [key, value] : extra) {
     if (value == k_unset) {
       env.erase(key);

@@ -1,6 +1,6 @@
 // The integration tests' harness: runs the real `clock` binary (and other
 // programs) as separate processes against a fresh database per test, on the
-// backend named by CLOCK_TEST_BACKEND (sqlite, postgres), in a private
+// backend named by CLOCK_TEST_BACKEND (sqlite, postgres, mariadb), in a private
 // temporary directory that is kept, and its path printed, when a test fails.
 #pragma once
 
@@ -100,6 +100,8 @@ class Backend {
   virtual std::string name() const = 0;
   // The URL for --database / CLOCK_DATABASE_URL.
   virtual std::string url() const = 0;
+  // Variables every clock process of the test needs for this backend.
+  virtual std::map<std::string, std::string> environment() const { return {}; }
 };
 
 // CLOCK_TEST_BACKEND, "sqlite" when unset.
@@ -109,6 +111,12 @@ std::string backend_name();
 inline doctest::skip only_on(const std::string& backend) {
   return doctest::skip(backend_name() != backend);
 }
+// Decorates a TEST_CASE that runs on every backend but `backend`, where it
+// cannot apply: skipped, and counted as skipped, there, and `reason` is
+// printed (skip_reasons) at the start of such a run.
+doctest::skip not_on(const std::string& backend, const std::string& reason);
+// The reasons of the not_on decorators that skip tests on this run's backend.
+const std::vector<std::string>& skip_reasons();
 // Creates the backend for one test; `dir` is the test's temporary directory.
 std::unique_ptr<Backend> make_backend(const fs::path& dir);
 
@@ -156,7 +164,8 @@ class TestEnv {
 
   // The environment every spawned process gets: PATH, HOME and XDG_* in the
   // temporary directory, CLOCK_DATABASE_URL, the PG* variables of the runner,
-  // and no other CLOCK_* variable. `extra` adds or overrides variables.
+  // the backend's own (Backend::environment) and no other CLOCK_* variable.
+  // `extra` adds or overrides variables.
   std::map<std::string, std::string> environment(
       const std::map<std::string, std::string>& extra = {}) const;
 

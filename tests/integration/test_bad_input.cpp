@@ -118,7 +118,8 @@ TEST_SUITE("bad input") {
 
   TEST_CASE("a bad database URL exits 78") {
     TestEnv env;
-    for (std::string url : {"mysql://localhost/clock", "not a url", "sqlite:"}) {
+    // The mysql:// one is refused for its option before the module is loaded.
+    for (std::string url : {"mysql://localhost/clock?no-such-option=1", "not a url", "sqlite:"}) {
       CAPTURE(url);
       Result result = env.clock({"--database", url, "acquire", "-r", "x"});
       CHECK_EXIT(result, 78);

@@ -14,8 +14,9 @@ using namespace clk::test;
 namespace {
 
 // `clock ARGS…` as cron starts it: the few variables cron sets, plus those a
-// crontab line would set for clock (the database URL and libpq's variables of
-// the test runner). stdin is /dev/null and stdout/stderr are files.
+// crontab line would set for clock (the database URL, libpq's variables of
+// the test runner and the backend's own, Backend::environment: none today).
+// stdin is /dev/null and stdout/stderr are files.
 Command cron_command(const TestEnv& env, const std::vector<std::string>& args) {
   Command command = env.clock_command(args);
   std::map<std::string, std::string> cron_env = {{"HOME", env.path("home").string()},
@@ -27,6 +28,8 @@ Command cron_command(const TestEnv& env, const std::vector<std::string>& args) {
     if (key.rfind("PG", 0) == 0 || key.find("SAN_OPTIONS") != std::string::npos)
       cron_env[key] = value;
   }
+  for (const auto& [key, value] : env.backend().environment())
+    cron_env[key] = value;
   command.env = cron_env;
   return command;
 }

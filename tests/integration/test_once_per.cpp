@@ -32,13 +32,13 @@ const char* const k_job =
     "fi\n"
     "echo \"$CLOCK_TOKEN\" >> \"$T_DIR/runs\"\n";
 
-// The host clocks of the five processes. On PostgreSQL they are spread over
+// The host clocks of the five processes. On a server (PostgreSQL, MariaDB) they are spread over
 // ±30 s: the database's clock decides, so they must make no difference. On
 // SQLite the database's clock is the host's (one host, so one clock for all
 // of its processes): they share one offset, which must make no difference
 // either.
 std::vector<std::string> host_clock_offsets() {
-  if (backend_name() == "postgres")
+  if (backend_name() != "sqlite")
     return {"-30s", "-15s", "+0s", "+15s", "+30s"};
   return {"+20s", "+20s", "+20s", "+20s", "+20s"};
 }
@@ -76,10 +76,10 @@ std::int64_t granted_at(const TestEnv& env, long long token) {
 }
 
 // The database's clock as an offset from this process's wall clock, in ms:
-// 0 for PostgreSQL (with-postgres.sh runs it on this machine), the faked
-// offset for SQLite.
+// 0 for a server (with-postgres.sh and with-mariadb.sh run it on this
+// machine), the faked offset for SQLite.
 std::int64_t offset_ms(const std::string& offset) {
-  return backend_name() == "postgres" ? 0 : std::stoll(offset) * 1000;
+  return backend_name() != "sqlite" ? 0 : std::stoll(offset) * 1000;
 }
 
 }  // namespace

@@ -141,12 +141,14 @@ TEST_SUITE("pings") {
     TestEnv env;
     Receiver receiver(env);
     // Nothing listens on port 1; SQLite cannot make a file below /proc.
-    const bool postgres = backend_name() == "postgres";
-    const std::string url = postgres ? "postgresql://clock@127.0.0.1:1/clock?connect_timeout=1"
-                                     : "sqlite:/proc/clock-test/clock.db";
+    const std::map<std::string, std::string> urls = {
+        {"sqlite", "sqlite:/proc/clock-test/clock.db"},
+        {"postgres", "postgresql://clock@127.0.0.1:1/clock?connect_timeout=1"},
+        {"mariadb", "mariadb://clock@127.0.0.1:1/clock"}};
+    const bool server = backend_name() != "sqlite";
     Result result = env.clock({"run", "-n", "-r", "job", "--ping", receiver.url(), "--", "true"},
-                              {{"CLOCK_DATABASE_URL", url}});
-    CHECK_EXIT(result, postgres ? 69 : 74);
+                              {{"CLOCK_DATABASE_URL", urls.at(backend_name())}});
+    CHECK_EXIT(result, server ? 69 : 74);
     auto pings = receiver.pings();
     REQUIRE(pings.size() == 1);
     CHECK(kind_of(pings[0]) == "fail");

@@ -14,7 +14,8 @@ using namespace clk::test;
 namespace {
 
 std::string backend_word(const TestEnv& env) {
-  return env.backend().name() == "sqlite" ? "SQLite" : "PostgreSQL";
+  const std::string name = env.backend().name();
+  return name == "sqlite" ? "SQLite" : name == "mariadb" ? "MariaDB" : "PostgreSQL";
 }
 
 // The -v line that names the database, or "" when there is none.

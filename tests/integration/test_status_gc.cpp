@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "harness.hpp"
+#include "mariadb_tools.hpp"
 
 using namespace clk::test;
 
@@ -176,13 +177,21 @@ TEST_SUITE("status and gc") {
   TEST_CASE("a lease stored with an expiry past year 9999 is read as held by every reader") {
     TestEnv env;
     env.acquire({"-r", "far.future", "--ttl", "60s"});
-    const std::string forge =
-        backend_name() == "sqlite"
-            ? "sqlite3 \"${CLOCK_DATABASE_URL#sqlite:}\" \"UPDATE leases SET expires_at = "
-              "317000000000000 WHERE resource = 'far.future'\""  // year 12015, in ms
-            : "psql -X -q -v ON_ERROR_STOP=1 -d \"$CLOCK_DATABASE_URL\" -c \"UPDATE clock.leases "
-              "SET expires_at = '12000-01-01 00:00:00+00' WHERE resource = 'far.future'\"";
-    REQUIRE_EXIT(env.shell(forge), 0);
+    if (backend_name() == "mariadb") {
+      REQUIRE_EXIT(maria::sql(env,
+                              "UPDATE leases SET expires_us = 317000000000000000 "
+                              "WHERE resource = 'far.future'"),  // year 12015, in µs
+                   0);
+    } else {
+      const std::string forge =
+          backend_name() == "sqlite"
+              ? "sqlite3 \"${CLOCK_DATABASE_URL#sqlite:}\" \"UPDATE leases SET expires_at = "
+                "317000000000000 WHERE resource = 'far.future'\""  // year 12015, in ms
+              : "psql -X -q -v ON_ERROR_STOP=1 -d \"$CLOCK_DATABASE_URL\" -c \"UPDATE "
+                "clock.leases SET expires_at = '12000-01-01 00:00:00+00' WHERE resource = "
+                "'far.future'\"";
+      REQUIRE_EXIT(env.shell(forge), 0);
+    }
 
     Result table = env.clock({"status"});
     CHECK_EXIT(table, 0);
