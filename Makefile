@@ -78,7 +78,8 @@ build-asan: deps
 	$(call configure,build-asan,-DENABLE_SANITIZERS=ON)
 	cmake --build build-asan -j$(NPROC)
 
-# Only the fuzz targets (and the library under them), not clock and its tests.
+# Only the fuzz targets and the parsers they reach (tests/fuzz/CMakeLists.txt),
+# not clock_core, clock or its tests.
 build-fuzz: deps
 	$(call configure,build-fuzz,-DCMAKE_CXX_COMPILER=clang++ -DCLOCK_BUILD_FUZZERS=ON -DCLOCK_BUILD_TESTS=OFF -DENABLE_SANITIZERS=OFF)
 	cmake --build build-fuzz -j$(NPROC) --target fuzzers
