@@ -27,11 +27,21 @@ wanted() { [[ " $only " == *" $1 "* ]]; }
 say "10. MariaDB beside PostgreSQL: $only"
 
 mysql_at() { mariadb --socket="$CLOCK_TEST_MARIADB_SOCKET" -u root -N -B -e "$1"; }
-# maria_url DB: clock's URL of database DB on the bench server.
-maria_url() { echo "${CLOCK_TEST_MARIADB_URL/\/\?//$1?}"; }
+# maria_url DB [USER:PASSWORD]: clock's URL of database DB on the bench
+# server (as root by default).
+maria_url() {
+  local url=${CLOCK_TEST_MARIADB_URL/\/\?//$1?}
+  [[ -n ${2:-} ]] && url=${url/root@/$2@}
+  echo "$url"
+}
+# clock runs as an ordinary user, as a fleet would: root (SUPER) keeps the
+# one connection the server reserves beyond max_connections, which the
+# counters below need while a herd of clients takes every other slot.
 fresh_maria() {
   mysql_at "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1"
   "$BENCH_MARIADB_CLOCK" --database "$(maria_url "$1")" init >/dev/null
+  mysql_at "CREATE USER IF NOT EXISTS clock_bench@localhost IDENTIFIED BY 'bench';
+            GRANT ALL PRIVILEGES ON $1.* TO clock_bench@localhost"
 }
 fresh_pg() {
   psql_at "$BENCH_PG_URL" "DROP DATABASE IF EXISTS $1" >/dev/null
@@ -46,7 +56,7 @@ mysql_at "SET GLOBAL max_connections = 151"
 
 fresh_maria clock_mb
 fresh_pg clock_mb
-my=$(maria_url clock_mb)
+my=$(maria_url clock_mb clock_bench:bench)
 pg=$(pg_url clock_mb)
 BENCH_CLOCK=$BENCH_MARIADB_CLOCK init_store "$my"
 BENCH_CLOCK=$BENCH_MARIADB_CLOCK init_store "$pg"
@@ -91,22 +101,36 @@ if wanted burst; then
   bench record m10.4.mariadb.server "$peak" --extra "{\"refused_connections\": $refused}"
 fi
 
-# counters: "Questions Queries Com_call_procedure Com_select" so far.
-counters() {
-  mysql_at "SHOW GLOBAL STATUS WHERE Variable_name IN
-              ('Questions', 'Queries', 'Com_call_procedure', 'Com_select')" |
-    sort | awk '{v[$1] = $2} END {print v["Questions"], v["Queries"], v["Com_call_procedure"], v["Com_select"]}'
+# mysql_retry SQL: mysql_at, again every 50 ms for up to 20 s while the
+# server refuses (1040: a herd of clients connecting takes every slot).
+mysql_retry() {
+  local i out
+  for i in $(seq 400); do
+    out=$(mysql_at "$1" 2>/dev/null) && { echo "$out"; return; }
+    sleep 0.05
+  done
+  mysql_at "$1"
 }
-# rates SECONDS: the counters' growth per second over SECONDS from now, less
-# the one SHOW this measurement adds to Questions/Queries.
+# counters: "NS Questions Queries Com_call_procedure Com_select" now.
+counters() {
+  local values
+  values=$(mysql_retry "SHOW GLOBAL STATUS WHERE Variable_name IN
+              ('Questions', 'Queries', 'Com_call_procedure', 'Com_select')" |
+    awk '{v[$1] = $2} END {print v["Questions"], v["Queries"], v["Com_call_procedure"], v["Com_select"]}')
+  echo "$(date +%s%N) $values"
+}
+# rates SECONDS: the counters' growth per second over about SECONDS from now
+# (divided by the time between the two reads), less the one SHOW of this
+# measurement that Questions and Queries count.
 rates() {
   local a b
-  read -r -a a <<<"$(counters)"
+  a=$(counters)
   sleep "$1"
-  read -r -a b <<<"$(counters)"
-  python3 -c 'import sys; s = float(sys.argv[1]); a = sys.argv[2].split(); b = sys.argv[3].split()
-print(" ".join(f"{(int(y) - int(x) - (1 if i < 2 else 0)) / s:.1f}" for i, (x, y) in enumerate(zip(a, b))))' \
-    "$1" "${a[*]}" "${b[*]}"
+  b=$(counters)
+  python3 -c 'import sys; a = [int(x) for x in sys.argv[1].split()]; b = [int(x) for x in sys.argv[2].split()]
+s = (b[0] - a[0]) / 1e9
+print(" ".join(f"{(y - x - (1 if i < 2 else 0)) / s:.1f}" for i, (x, y) in enumerate(zip(a[1:], b[1:]))))' \
+    "$a" "$b"
 }
 
 if wanted wait200; then
@@ -128,21 +152,37 @@ if wanted wait200; then
   [[ -e $marker ]] || { echo "bench: the holder did not start" >&2; exit 1; }
   sleep 1
   read -r base_q base_all base_call base_select <<<"$(rates "$seconds")"
+  mysql_at "FLUSH STATUS"
+  t0=$(date +%s%N)
   for _ in $(seq "$waiters"); do
     "$BENCH_MARIADB_CLOCK" --database "$my" run -r bench.m10w -w 10m -- true </dev/null >/dev/null 2>&1 &
     pids+=($!)
   done
-  # Every waiter has connected and entered the queue once the start-up
-  # burst is over; the pace then settles (the front one polls fastest for
-  # its first second).
-  sleep 5
+  # Measured once every waiter has its entry in the queue, and 2 s more:
+  # the front one polls fastest for its first second there.
+  queued=0
+  for _ in $(seq 1800); do
+    queued=$(mysql_retry "SELECT count(DISTINCT owner) FROM clock_mb.waiters") || queued=0
+    ((queued >= waiters)) && break
+    sleep 0.1
+  done
+  queued_ms=$((($(date +%s%N) - t0) / 1000000))
+  ((queued >= waiters)) || echo "bench: only $queued of $waiters waiters queued after 180 s" >&2
+  # While they arrived: the most connections at once, the ones refused
+  # (1040), and the row-lock waits of their attempts.
+  arrival=$(mysql_retry "SHOW GLOBAL STATUS WHERE Variable_name IN ('Max_used_connections',
+              'Connection_errors_max_connections', 'Innodb_row_lock_waits', 'Innodb_row_lock_time_avg')" |
+    awk '{printf "\"%s\": %s, ", $1, $2}')
+  sleep 2
   read -r q all call select <<<"$(rates "$seconds")"
   running=0
   for pid in "${pids[@]:1}"; do kill -0 "$pid" 2>/dev/null && running=$((running + 1)); done
   stop_all
   bench record m10.5.mariadb "$q" --unit q/s --extra "{\"queries_per_s\": $all, \"calls_per_s\": $call,
-    \"selects_per_s\": $select, \"holder_alone_q_per_s\": $base_q, \"holder_alone_calls_per_s\": $base_call,
-    \"waiters\": $waiters, \"seconds\": $seconds, \"running_after\": $running}"
+    \"selects_per_s\": $select, \"holder_alone_q_per_s\": $base_q, \"holder_alone_queries_per_s\": $base_all,
+    \"holder_alone_calls_per_s\": $base_call, \"holder_alone_selects_per_s\": $base_select,
+    \"waiters\": $waiters, \"seconds\": $seconds, \"running_after\": $running, \"queued\": $queued,
+    \"queued_ms\": $queued_ms, \"arrival\": {${arrival%, }}}"
 fi
 
 if wanted capacity; then
