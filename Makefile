@@ -145,9 +145,9 @@ test: build
 
 # Every directory a target here creates: build, build-asan, build-demo (make
 # demo), build-fuzz (make build-fuzz), build-pkg (make package) and
-# build-release (make bench).
+# build-release and build-release-mariadb (make bench).
 clean:
-	rm -rf build build-asan build-demo build-fuzz build-pkg build-release
+	rm -rf build build-asan build-demo build-fuzz build-pkg build-release build-release-mariadb
 
 # The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
 # tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,

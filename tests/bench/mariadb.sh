@@ -9,6 +9,8 @@
 #         tokens rising
 #   10.3  hand-over release → next child start, p50 (p99)
 #   10.4  N `clock run` at once on distinct resources, max_connections = 151
+#         (distinct first segments too, as in 10.6: bench.a and bench.b are
+#         one hierarchy, whose writes take turns on one row on either server)
 #   10.5  200 waiters behind a holder: the server's statements/s while they
 #         wait (SHOW GLOBAL STATUS deltas)
 #   10.6  capacity: sustained `clock run -- true`/s on distinct resources
@@ -191,7 +193,7 @@ if wanted capacity; then
   maria_pid=$(cat "$(mysql_at 'SELECT @@pid_file')")
   pg_pid=$(head -n 1 "$CLOCK_TEST_PG_DATA/postmaster.pid")
   rows capacity --key m10.6.mariadb --clock "$(cmd "$my")" --server-pid "$maria_pid" \
-    --seconds "$seconds" --prefix bench.cap.my
+    --seconds "$seconds" --prefix bench-cap-my
   rows capacity --key m10.6.pg --clock "$(cmd "$pg")" --server-pid "$pg_pid" \
-    --seconds "$seconds" --prefix bench.cap.pg
+    --seconds "$seconds" --prefix bench-cap-pg
 fi

@@ -6,6 +6,8 @@ bench.py does.
   ordered   one contended round whose jobs stamp start, end and CLOCK_TOKEN:
             no two jobs overlap, tokens rise in start order
   burst     N `clock run` started at once on distinct resources: exit codes
+            (distinct first segments: resources of one hierarchy, bench.*,
+            take turns on one row of the lock table on either server)
   capacity  L parallel loops of `clock run -- true` on distinct resources for
             S seconds: runs/s and the server's CPU per run (/proc stat ticks
             of the server's process tree)
@@ -88,7 +90,7 @@ def cmd_ordered(args):
 def cmd_burst(args):
     clock = shlex.split(args.clock)
     start = time.perf_counter_ns()
-    procs = [subprocess.Popen(clock + ["run", "-r", f"{args.prefix}.{i}", "-w", "10m", "--",
+    procs = [subprocess.Popen(clock + ["run", "-r", f"{args.prefix}-{i}", "-w", "10m", "--",
                                        "true"],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE) for i in range(args.count)]
@@ -106,11 +108,11 @@ def cmd_burst(args):
 
 def cmd_capacity(args):
     loop = ('i=0; end=$(($(date +%s) + $1)); shift; while [ "$(date +%s)" -lt "$end" ]; do '
-            '"$@" "$0.$i" -- true || exit 1; i=$((i + 1)); done; echo "$i"')
+            '"$@" "$0-$i" -- true || exit 1; i=$((i + 1)); done; echo "$i"')
     clock = shlex.split(args.clock) + ["run", "-r"]
     cpu0 = tree_cpu_ms(args.server_pid)
     start = time.perf_counter_ns()
-    loops = [subprocess.Popen(["sh", "-c", loop, f"{args.prefix}.{n}",
+    loops = [subprocess.Popen(["sh", "-c", loop, f"{args.prefix}-{n}",
                                str(args.seconds), *clock],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL) for n in range(args.loops)]
@@ -143,12 +145,12 @@ def main():
     p.add_argument("--turns", type=int, default=25)
     p = sub.choices["burst"]
     p.add_argument("--count", type=int, default=1000)
-    p.add_argument("--prefix", default="bench.burst")
+    p.add_argument("--prefix", default="bench-burst")
     p = sub.choices["capacity"]
     p.add_argument("--server-pid", type=int, required=True)
     p.add_argument("--loops", type=int, default=4)
     p.add_argument("--seconds", type=int, default=20)
-    p.add_argument("--prefix", default="bench.cap")
+    p.add_argument("--prefix", default="bench-cap")
     args = parser.parse_args()
     args.handler(args)
 

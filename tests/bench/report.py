@@ -322,6 +322,12 @@ def mariadb(t):
                 f"in-procedure included {t.get(key, 'queries_per_s')}/s)")
         if alive is not None and alive < n:
             text += f"; only {alive:.0f} of {n:.0f} still waiting"
+        arrival = t.get(key, "arrival") or {}
+        if t.get(key, "queued_ms") is not None:
+            text += (f"; all {t.get(key, 'queued'):.0f} queued {fmt_ms(t.get(key, 'queued_ms'))} after "
+                     f"the start, {arrival.get('Connection_errors_max_connections', '?')} connections "
+                     f"refused, {arrival.get('Innodb_row_lock_waits', '?')} row-lock waits "
+                     f"(mean {arrival.get('Innodb_row_lock_time_avg', '?')} ms) meanwhile")
         t.row("10", f"MariaDB: {n:.0f} waiters on one resource for {t.get(key, 'seconds'):.0f} s: "
               "client statements/s at the server",
               text, f"holder alone {t.get(key, 'holder_alone_q_per_s')}/s", None,
