@@ -106,8 +106,8 @@ fi
 # mysql_retry SQL: mysql_at, again every 50 ms for up to 20 s while the
 # server refuses (1040: a herd of clients connecting takes every slot).
 mysql_retry() {
-  local i out
-  for i in $(seq 400); do
+  local out
+  for _ in $(seq 400); do
     out=$(mysql_at "$1" 2>/dev/null) && { echo "$out"; return; }
     sleep 0.05
   done
