@@ -168,7 +168,7 @@ package: deps
 	@ls -1 build-pkg/clock_*.deb
 
 # Benchmarks (tests/bench/run.sh): a Release build in build-release/, its own
-# PostgreSQL, pgbouncer and etcd, clock beside flock, etcdctl lock, psql and
+# PostgreSQL, pgbouncer, MariaDB and etcd, clock beside flock, etcdctl lock, psql and
 # pgbench; prints a table of medians, ratios and targets (also in
 # build-release/bench/results.md). About 10 minutes. Not part of `make check`.
 bench:
