@@ -146,9 +146,9 @@ test: build
 
 # Every directory a target here creates: build, build-asan, build-demo (make
 # demo), build-fuzz (make build-fuzz), build-pkg (make package) and
-# build-release (make bench).
+# build-release and build-release-mariadb (make bench).
 clean:
-	rm -rf build build-asan build-demo build-fuzz build-pkg build-release
+	rm -rf build build-asan build-demo build-fuzz build-pkg build-release build-release-mariadb
 
 # The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
 # tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,
@@ -169,7 +169,7 @@ package: deps
 	@ls -1 build-pkg/clock_*.deb
 
 # Benchmarks (tests/bench/run.sh): a Release build in build-release/, its own
-# PostgreSQL, pgbouncer and etcd, clock beside flock, etcdctl lock, psql and
+# PostgreSQL, pgbouncer, MariaDB and etcd, clock beside flock, etcdctl lock, psql and
 # pgbench; prints a table of medians, ratios and targets (also in
 # build-release/bench/results.md). About 10 minutes. Not part of `make check`.
 bench:

@@ -266,9 +266,86 @@ def serve(t):
     t.absolute("9", "… its RSS between refreshes", "serve.rss.idle", unit="MiB")
 
 
+def mariadb(t):
+    """Measurement 10 (tests/bench/mariadb.sh): MariaDB beside PostgreSQL,
+    the same binary, the same run."""
+    t.compare("10", "MariaDB: uncontended `clock run -- true` vs PostgreSQL",
+              "m10.1.mariadb", "m10.1.pg", "PostgreSQL", 1.0)
+    mine, theirs = t.get("m10.2.mariadb", "throughput"), t.get("m10.2.pg", "throughput")
+    if mine is None or theirs is None:
+        t.missing("10", "MariaDB: contended 8×25 throughput", ["m10.2.mariadb", "m10.2.pg"])
+    else:
+        t.row("10", "MariaDB: contended 8×25, empty section: throughput vs PostgreSQL",
+              f"{mine:.0f} ops/s ({fmt_ms(t.get('m10.2.mariadb'))})",
+              f"PostgreSQL {theirs:.0f} ops/s ({fmt_ms(t.get('m10.2.pg'))})",
+              mine / theirs, "≥ 1×", mine / theirs >= 1.0)
+    for key, name in (("m10.2.mariadb.order", "MariaDB"), ("m10.2.pg.order", "PostgreSQL")):
+        jobs = t.get(key, "jobs")
+        if jobs is None:
+            t.missing("10", f"… 8×25 ordered round, {name}", [key])
+            continue
+        over, falling, want = (t.get(key, f) for f in ("overlaps", "tokens_not_rising", "expected"))
+        failed = t.get(key, "failed_workers")
+        t.row("10", f"… one 8×25 round whose jobs stamp start, end, CLOCK_TOKEN, {name}",
+              f"{jobs} jobs, {over} overlaps, {falling} tokens not rising, {failed} failed workers",
+              None, None, f"{want} jobs, 0, 0", jobs == want and over == 0 and falling == 0
+              and failed == 0)
+    for key, name, limit in (("m10.3.mariadb", "MariaDB", 25.0), ("m10.3.pg", "PostgreSQL", None)):
+        p50, p99, n = t.get(key, "median"), t.get(key, "p99"), t.get(key, "n")
+        if p50 is None:
+            t.missing("10", f"hand-over, {name}", [key])
+            continue
+        t.row("10", f"hand-over release → next child start, {name}: p50 (p99) of {n}",
+              f"{fmt_ms(p50)} ({fmt_ms(p99)})", None, None,
+              None if limit is None else f"p50 ≤ {limit:g} ms",
+              None if limit is None else p50 <= limit)
+    key = "m10.4.mariadb"
+    n = t.get(key, "count")
+    if n is None:
+        t.missing("10", "MariaDB: burst on distinct resources", [key])
+    else:
+        exits = t.get(key, "exits") or {}
+        text = ", ".join(f"{v} × {k}" for k, v in exits.items()) + f" in {fmt_ms(t.get(key))}"
+        peak = t.get("m10.4.mariadb.server")
+        if peak is not None:
+            text += (f"; peak {peak:.0f} connections, "
+                     f"{t.get('m10.4.mariadb.server', 'refused_connections')} refused (1040)")
+        t.row("10", f"MariaDB: {n} `clock run` at once on distinct resources, max_connections 151",
+              text, None, None, f"{n} × 0", exits.get("0") == n)
+    key = "m10.5.mariadb"
+    q = t.get(key)
+    if q is None:
+        t.missing("10", "MariaDB: 200 waiters", [key])
+    else:
+        n, alive = t.get(key, "waiters"), t.get(key, "running_after")
+        text = (f"{q:.1f} statements/s (Questions; CALLs {t.get(key, 'calls_per_s')}/s, "
+                f"in-procedure included {t.get(key, 'queries_per_s')}/s)")
+        if alive is not None and alive < n:
+            text += f"; only {alive:.0f} of {n:.0f} still waiting"
+        arrival = t.get(key, "arrival") or {}
+        if t.get(key, "queued_ms") is not None:
+            text += (f"; all {t.get(key, 'queued'):.0f} queued {fmt_ms(t.get(key, 'queued_ms'))} after "
+                     f"the start, {arrival.get('Connection_errors_max_connections', '?')} connections "
+                     f"refused, {arrival.get('Innodb_row_lock_waits', '?')} row-lock waits "
+                     f"(mean {arrival.get('Innodb_row_lock_time_avg', '?')} ms) meanwhile")
+        t.row("10", f"MariaDB: {n:.0f} waiters on one resource for {t.get(key, 'seconds'):.0f} s: "
+              "client statements/s at the server",
+              text, f"holder alone {t.get(key, 'holder_alone_q_per_s')}/s", None,
+              "≤ 50/s, all waiting", q <= 50 and (alive is None or alive >= n))
+    for key, name in (("m10.6.mariadb", "MariaDB"), ("m10.6.pg", "PostgreSQL")):
+        rate = t.get(key)
+        if rate is None:
+            t.missing("10", f"capacity, {name}", [key])
+            continue
+        t.row("10", f"capacity, {name}: `clock run -- true`/s from {t.get(key, 'loops')} loops on "
+              "distinct resources; server CPU per run",
+              f"{rate:.0f} runs/s; {t.get(key, 'server_cpu_ms_per_run'):.2f} ms server CPU/run",
+              f"{t.get(key, 'runs')} runs in {t.get(key, 'seconds'):.0f} s", None, None, None)
+
+
 def render(results, title, notes):
     t = Table(results)
-    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed, serve):
+    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed, serve, mariadb):
         part(t)
     out = [f"## {title}", ""]
     out += [f"- {note}" for note in notes]

@@ -43,7 +43,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_before=$(load)
 started=$SECONDS
 
-read -r -a families <<<"${BENCH_ONLY:-latency memory contention handover waiting scale borrow serve}"
+read -r -a families <<<"${BENCH_ONLY:-latency memory contention handover waiting scale borrow serve mariadb}"
 failed=()
 for family in "${families[@]}"; do
   [[ -f $here/$family.sh ]] || { echo "bench: no family '$family'" >&2; exit 64; }

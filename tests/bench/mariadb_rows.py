@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""The MariaDB family's own measurements (tests/bench/mariadb.sh drives them),
+beside PostgreSQL in the same run. Appends JSON lines to --results, as
+bench.py does.
+
+  ordered   one contended round whose jobs stamp start, end and CLOCK_TOKEN:
+            no two jobs overlap, tokens rise in start order
+  burst     N `clock run` started at once on distinct resources: exit codes
+            (distinct first segments: resources of one hierarchy, bench.*,
+            take turns on one row of the lock table on either server)
+  capacity  L parallel loops of `clock run -- true` on distinct resources for
+            S seconds: runs/s and the server's CPU per run (/proc stat ticks
+            of the server's process tree)
+
+Standard library only.
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import emit, summary  # noqa: E402  (tests/bench/bench.py, beside this file)
+
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def stat_fields(pid):
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        text = f.read()
+    return text[text.rindex(")") + 2:].split()  # fields from 3 (state) on
+
+
+def tree_cpu_ms(root):
+    """CPU of root and every live descendant, plus the reaped children that
+    root waited for (cutime/cstime): PostgreSQL's backends exit with their
+    connection and are counted in the postmaster's cutime once reaped;
+    MariaDB is one process of threads."""
+    children = collections.defaultdict(list)
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            pid = int(path.split("/")[2])
+            children[int(stat_fields(pid)[1])].append(pid)
+        except (OSError, ValueError):
+            continue
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            f = stat_fields(pid)
+        except OSError:
+            continue
+        total += sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+        todo += children.get(pid, [])
+    return total * TICK_MS
+
+
+def cmd_ordered(args):
+    clock = shlex.split(args.clock)
+    os.makedirs(args.dir, exist_ok=True)
+    for old in glob.glob(os.path.join(args.dir, "*")):
+        os.unlink(old)
+    job = ['sh', '-c', '"$0" "$1/$CLOCK_TOKEN.start"; "$0" "$1/$CLOCK_TOKEN.end"',
+           args.stamp, args.dir]
+    worker = 'i=0; while [ "$i" -lt "$0" ]; do "$@" || exit 1; i=$((i + 1)); done'
+    procs = [subprocess.Popen(["sh", "-c", worker, str(args.turns), *clock, "run", "-r",
+                               args.resource, "--", *job], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(args.procs)]
+    codes = [p.wait() for p in procs]
+    spans = []
+    for path in glob.glob(os.path.join(args.dir, "*.start")):
+        token = int(os.path.basename(path).split(".")[0])
+        with open(path, encoding="ascii") as s, open(path[:-6] + ".end", encoding="ascii") as e:
+            spans.append((int(s.read()), int(e.read()), token))
+    spans.sort()
+    overlaps = sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1])
+    falling = sum(1 for a, b in zip(spans, spans[1:]) if b[2] <= a[2])
+    emit(args.results, args.key, unit="", median=len(spans), jobs=len(spans),
+         expected=args.procs * args.turns, overlaps=overlaps, tokens_not_rising=falling,
+         failed_workers=sum(1 for c in codes if c))
+
+
+def cmd_burst(args):
+    clock = shlex.split(args.clock)
+    start = time.perf_counter_ns()
+    procs = [subprocess.Popen(clock + ["run", "-r", f"{args.prefix}-{i}", "-w", "10m", "--",
+                                       "true"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for i in range(args.count)]
+    spawned_ms = (time.perf_counter_ns() - start) / 1e6
+    exits, errors = collections.Counter(), collections.Counter()
+    for p in procs:
+        err = p.stderr.read().decode(errors="replace").strip()
+        exits[str(p.wait())] += 1
+        if err:
+            errors[err.splitlines()[-1][:160]] += 1
+    wall = (time.perf_counter_ns() - start) / 1e6
+    emit(args.results, args.key, unit="ms", median=wall, count=args.count,
+         spawned_ms=spawned_ms, exits=dict(exits), errors=dict(errors.most_common(3)))
+
+
+def cmd_capacity(args):
+    loop = ('i=0; end=$(($(date +%s) + $1)); shift; while [ "$(date +%s)" -lt "$end" ]; do '
+            '"$@" "$0-$i" -- true || exit 1; i=$((i + 1)); done; echo "$i"')
+    clock = shlex.split(args.clock) + ["run", "-r"]
+    cpu0 = tree_cpu_ms(args.server_pid)
+    start = time.perf_counter_ns()
+    loops = [subprocess.Popen(["sh", "-c", loop, f"{args.prefix}-{n}",
+                               str(args.seconds), *clock],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL) for n in range(args.loops)]
+    outs = [p.communicate()[0] for p in loops]
+    wall = (time.perf_counter_ns() - start) / 1e9
+    cpu = tree_cpu_ms(args.server_pid) - cpu0
+    if any(p.returncode for p in loops):
+        sys.exit(f"bench: a capacity loop failed: {[p.returncode for p in loops]}")
+    runs = sum(int(o) for o in outs)
+    emit(args.results, args.key, unit="runs/s", median=runs / wall, runs=runs,
+         seconds=wall, loops=args.loops, server_cpu_ms=cpu, server_cpu_ms_per_run=cpu / runs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, handler in (("ordered", cmd_ordered), ("burst", cmd_burst),
+                          ("capacity", cmd_capacity)):
+        p = sub.add_parser(name)
+        p.set_defaults(handler=handler)
+        p.add_argument("--results", required=True)
+        p.add_argument("--key", required=True)
+        p.add_argument("--clock", required=True, help="clock and its global flags, one string")
+    p = sub.choices["ordered"]
+    p.add_argument("--stamp", required=True)
+    p.add_argument("--dir", required=True)
+    p.add_argument("--resource", default="bench.ordered")
+    p.add_argument("--procs", type=int, default=8)
+    p.add_argument("--turns", type=int, default=25)
+    p = sub.choices["burst"]
+    p.add_argument("--count", type=int, default=1000)
+    p.add_argument("--prefix", default="bench-burst")
+    p = sub.choices["capacity"]
+    p.add_argument("--server-pid", type=int, required=True)
+    p.add_argument("--loops", type=int, default=4)
+    p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--prefix", default="bench-cap")
+    args = parser.parse_args()
+    args.handler(args)
+
+
+if __name__ == "__main__":
+    main()
