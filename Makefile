@@ -146,9 +146,9 @@ test: build
 
 # Every directory a target here creates: build, build-asan, build-demo (make
 # demo), build-fuzz (make build-fuzz), build-pkg (make package) and
-# build-release and build-release-mariadb (make bench).
+# build-release (make bench).
 clean:
-	rm -rf build build-asan build-demo build-fuzz build-pkg build-release build-release-mariadb
+	rm -rf build build-asan build-demo build-fuzz build-pkg build-release
 
 # The .deb (cmake/Packaging.cmake): a Release build in build-pkg/ without the
 # tests, with Debian's compiler and linker hardening flags (dpkg-buildflags,

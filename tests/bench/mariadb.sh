@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Measurement 10, MariaDB (issue 30) beside PostgreSQL in the same run, both
-# driven by the same clock binary (BENCH_MARIADB_CLOCK: run.sh builds it with
-# the module and the test gate; CLOCK_TEST_UNFINISHED_MARIADB=1 opens the
-# gate and is harmless once the gate is gone):
+# driven by the same clock binary (BENCH_MARIADB_CLOCK, run.sh's Release
+# build, its modules beside it):
 #   10.1  uncontended `clock run -- true`, MariaDB vs PostgreSQL (interleaved)
 #   10.2  contended 8 × 25 empty sections on one resource: throughput; then
 #         one round whose jobs stamp start, end and CLOCK_TOKEN: no overlap,
@@ -23,7 +22,6 @@ source "$(dirname "$0")/lib.sh"
 for var in BENCH_MARIADB_CLOCK CLOCK_TEST_MARIADB_URL CLOCK_TEST_MARIADB_SOCKET; do
   [[ -n ${!var:-} ]] || { echo "bench: $var is not set (MariaDB missing? run tests/bench/run.sh)" >&2; exit 1; }
 done
-export CLOCK_TEST_UNFINISHED_MARIADB=1
 only=${BENCH_MARIADB_ONLY:-latency contend handover burst wait200 capacity}
 wanted() { [[ " $only " == *" $1 "* ]]; }
 say "10. MariaDB beside PostgreSQL: $only"

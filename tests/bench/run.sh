@@ -35,21 +35,9 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCLOCK_BUILD_TESTS=OFF >&2
 fi
 cmake --build "$build" --target clock -j"$(nproc)" >&2
-# MariaDB's module, with the binary that opens it: while issue 30 keeps the
-# backend behind its test gate (CLOCK_TEST_UNFINISHED_MARIADB=1 in a build
-# with CLOCK_TEST_FAULTS, which needs CLOCK_BUILD_TESTS), a Release build of
-# its own; the mariadb family measures PostgreSQL with it too, so the two
-# backends are compared through the same binary.
-maria_build=$repo/build-release-mariadb
-say "building a Release clock with the MariaDB module in $maria_build"
-if [[ ! -f $maria_build/CMakeCache.txt ]]; then
-  gen=()
-  command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S . -B "$maria_build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCLOCK_BUILD_TESTS=ON \
-    -DCLOCK_TEST_FAULTS=ON >&2
-fi
-cmake --build "$maria_build" --target clock clock_mariadb -j"$(nproc)" >&2
-export BENCH_MARIADB_CLOCK=$maria_build/clock
+# The mariadb family measures both servers through this binary, which
+# builds clock-mariadb.so beside it (the clock target depends on it).
+export BENCH_MARIADB_CLOCK=$build/clock
 export BENCH_OUT=$build/bench
 mkdir -p "$BENCH_OUT"
 export BENCH_CLOCK=$build/clock

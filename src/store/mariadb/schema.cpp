@@ -112,7 +112,7 @@ int latest_version() {
 
 std::string print_sql() {
   std::string sql = "-- clock schema for MariaDB, version " + std::to_string(latest_version()) +
-                    " (WORK IN PROGRESS: clock does not serve MariaDB yet).\n"
+                    ".\n"
                     "-- Run in the database clock will use: mariadb DATABASE < this-file.\n"
                     "-- MariaDB commits DDL at once; every statement may be run again.\n\n" +
                     std::string(k_bookkeeping) + ";\n";
