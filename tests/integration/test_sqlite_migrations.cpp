@@ -87,6 +87,29 @@ UPDATE counters SET value = 9 WHERE name = 'token';
 
 TEST_SUITE("sqlite migrations") {
   TEST_CASE(
+      "the success log takes a start it has already (two shared runs granted in one "
+      "millisecond both succeed)" *
+      only_on("sqlite")) {
+    TestEnv env;
+    fs::path db = database_file(env);
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    // k_record_success (src/store/sqlite/sqlite_store.hpp) as each release
+    // of the two sends it: the second fired the log's trigger with ABORT.
+    const std::string record =
+        "INSERT INTO last_success (namespace, resource, started_at, owner, host, token)"
+        " VALUES ('', 'r', 1700000000000, 'o', 'h', 1)"
+        " ON CONFLICT (namespace, resource) DO UPDATE SET started_at = excluded.started_at,"
+        " owner = excluded.owner, host = excluded.host, token = excluded.token"
+        " WHERE excluded.started_at >= last_success.started_at;";
+    Result twice = env.shell(
+        "sqlite3 \"$DB\" \"$SQL\" && sqlite3 \"$DB\" \"$SQL\" &&"
+        " sqlite3 \"$DB\" 'SELECT COUNT(*) FROM successes'",
+        {{"DB", db.string()}, {"SQL", record}});
+    CHECK_EXIT(twice, 0);
+    CHECK(twice.out == "1\n");
+  }
+
+  TEST_CASE(
       "a version 6 database upgrades with its live lease and queue entry: the lease's "
       "secret still proves it, the queue entry keeps its place" *
       only_on("sqlite")) {
