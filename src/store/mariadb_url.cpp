@@ -13,10 +13,11 @@ namespace clk::store {
 namespace {
 
 [[noreturn]] void refuse(const std::string& url, const std::string& why) {
-  throw Error(ExitCode::config,
-              "invalid MariaDB URL '" + util::mask_passwords(url, util::Words::until_keyword) +
-                  "': " + why +
-                  " (the form is mysql://user[:password]@host[:port]/database[?socket=…])");
+  throw Error(
+      ExitCode::config,
+      "invalid MariaDB URL '" + util::mask_passwords(url, util::Words::until_keyword) +
+          "': " + why +
+          " (the form is mysql://user[:password]@host[:port][,host[:port]…]/database[?socket=…])");
 }
 
 int hex_value(char c) {
@@ -121,28 +122,29 @@ void parse_query(const std::string& url, std::string_view query, MariadbUrl& out
   }
 }
 
-void parse_host_port(const std::string& url, std::string_view hostport, MariadbUrl& out) {
+MariadbHost parse_host_port(const std::string& url, std::string_view hostport) {
+  MariadbHost out;
   std::optional<std::string_view> port;
   if (!hostport.empty() && hostport.front() == '[') {
     std::size_t close = hostport.find(']');
     if (close == std::string_view::npos)
       refuse(url, "an IPv6 host in '[' has no ']'");
-    out.host = std::string(hostport.substr(1, close - 1));
+    out.name = std::string(hostport.substr(1, close - 1));
     std::string_view rest = hostport.substr(close + 1);
     if (!rest.empty() && rest.front() != ':')
-      refuse(url, "after ']' comes ':port' or '/database'");
+      refuse(url, "after ']' comes ':port', ',' or '/database'");
     if (!rest.empty())
       port = rest.substr(1);
   } else {
     std::size_t colon = hostport.find(':');
     std::string_view host = hostport.substr(0, colon);
     if (!host.empty())
-      out.host = decode(url, host, "host");
+      out.name = decode(url, host, "host");
     if (colon != std::string_view::npos)
       port = hostport.substr(colon + 1);
   }
   if (!port)
-    return;
+    return out;
   unsigned value = 0;
   auto [end, error] = std::from_chars(port->data(), port->data() + port->size(), value);
   if (port->empty() || error != std::errc{} || end != port->data() + port->size() || value == 0 ||
@@ -150,9 +152,39 @@ void parse_host_port(const std::string& url, std::string_view hostport, MariadbU
     refuse(url, "the port '" + std::string(*port) + "' is not a number from 1 to 65535");
   }
   out.port = value;
+  return out;
+}
+
+// "h1:p1,h2,[::1]:p3": the commas outside brackets separate the hosts.
+std::vector<MariadbHost> parse_hosts(const std::string& url, std::string_view authority) {
+  std::vector<MariadbHost> hosts;
+  std::size_t start = 0;
+  bool in_brackets = false;
+  for (std::size_t i = 0; i <= authority.size(); ++i) {
+    char c = i < authority.size() ? authority[i] : ',';
+    if (c == '[')
+      in_brackets = true;
+    else if (c == ']')
+      in_brackets = false;
+    if (i < authority.size() && (c != ',' || in_brackets))
+      continue;
+    std::string_view one = authority.substr(start, i - start);
+    if (one.empty() && authority.find(',') != std::string_view::npos)
+      refuse(url, "the list of hosts has an empty entry");
+    hosts.push_back(parse_host_port(url, one));
+    start = i + 1;
+  }
+  return hosts;
 }
 
 }  // namespace
+
+std::string MariadbHost::label() const {
+  std::string text = name.value_or("localhost");
+  if (text.find(':') != std::string::npos)
+    text = "[" + text + "]";
+  return port == 0 ? text : text + ":" + std::to_string(port);
+}
 
 bool is_mariadb_url(std::string_view url) {
   return url.starts_with("mysql://") || url.starts_with("mariadb://");
@@ -192,7 +224,7 @@ MariadbUrl parse_mariadb_url(const std::string& url) {
       out.password = decode(url, userinfo.substr(colon + 1), "password");
     authority = authority.substr(at + 1);
   }
-  parse_host_port(url, authority, out);
+  out.hosts = parse_hosts(url, authority);
   out.database = decode(url, path, "database");
   if (out.database.empty())
     refuse(url, "it names no database: add /DATABASE after the host");
@@ -201,7 +233,10 @@ MariadbUrl parse_mariadb_url(const std::string& url) {
                     "' is not 1 to 64 of the characters A-Z a-z 0-9 _ $ -");
   }
   parse_query(url, query, out);
-  if (out.socket && out.host && *out.host != "localhost")
+  if (out.socket && out.hosts.size() > 1)
+    refuse(url, "socket= names one local server, not a list of hosts");
+  const auto& first = out.hosts.front().name;
+  if (out.socket && first && *first != "localhost")
     refuse(url, "socket= needs the host empty or localhost (a socket is local)");
   return out;
 }

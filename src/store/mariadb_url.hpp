@@ -3,8 +3,12 @@
 // Parsed in clock itself (no libmariadb here), so that a bad URL is a
 // configuration error (78) before any module is loaded, and unit-testable.
 //
-//   mysql://[user[:password]@][host][:port]/database[?key=value&…]
+//   mysql://[user[:password]@][host][:port][,host[:port]…]/database[?key=value&…]
 //   mariadb://…   the same
+//
+// Several hosts are the nodes of one multi-writer Galera cluster: a
+// connection goes to the first that answers, and to the next when its node
+// is lost (store/mariadb/connection.hpp).
 //
 // user, password, database and every value are percent-decoded; a host in
 // brackets is an IPv6 address. What the URL leaves out is left to the
@@ -26,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace clk::store {
 
@@ -35,12 +40,22 @@ struct MariadbTls {
   std::optional<std::string> ca, capath, cert, key, cipher, crl, crlpath, version;
 };
 
+// One server of the URL.
+struct MariadbHost {
+  // nullopt: not in the URL, so Connector/C's option files or defaults decide.
+  std::optional<std::string> name;
+  unsigned port = 0;  // 0: the option files' or 3306
+
+  // "name:port" as an operator wrote it, for messages ("localhost" for none).
+  std::string label() const;
+};
+
 struct MariadbUrl {
   // nullopt: not in the URL, so Connector/C's option files or defaults decide.
   std::optional<std::string> user;
   std::optional<std::string> password;
-  std::optional<std::string> host;
-  unsigned port = 0;  // 0: the option files' or 3306
+  // At least one; in the URL's order.
+  std::vector<MariadbHost> hosts{MariadbHost{}};
   std::string database;
   std::optional<std::string> socket;
   std::string option_group = "clock";

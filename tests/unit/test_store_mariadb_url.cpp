@@ -30,8 +30,8 @@ TEST_SUITE("store::mariadb_url") {
     auto url = parse_mariadb_url("mysql://clock:s3cret@db.example:3307/locks");
     CHECK(url.user == "clock");
     CHECK(url.password == "s3cret");
-    CHECK(url.host == "db.example");
-    CHECK(url.port == 3307);
+    CHECK(url.hosts.front().name == "db.example");
+    CHECK(url.hosts.front().port == 3307);
     CHECK(url.database == "locks");
     CHECK(!url.socket);
     CHECK(url.option_group == "clock");
@@ -41,8 +41,8 @@ TEST_SUITE("store::mariadb_url") {
     auto url = parse_mariadb_url("mariadb://u@h/d");
     CHECK(url.user == "u");
     CHECK(!url.password);
-    CHECK(url.host == "h");
-    CHECK(url.port == 0);
+    CHECK(url.hosts.front().name == "h");
+    CHECK(url.hosts.front().port == 0);
     CHECK(url.database == "d");
   }
 
@@ -50,8 +50,8 @@ TEST_SUITE("store::mariadb_url") {
     auto url = parse_mariadb_url("mysql:///clock");
     CHECK(!url.user);
     CHECK(!url.password);
-    CHECK(!url.host);
-    CHECK(url.port == 0);
+    CHECK(!url.hosts.front().name);
+    CHECK(url.hosts.front().port == 0);
     CHECK(url.database == "clock");
   }
 
@@ -62,12 +62,12 @@ TEST_SUITE("store::mariadb_url") {
     CHECK(url.socket == "/tmp/my.sock");
     auto raw = parse_mariadb_url("mysql://u:p@ss/w@h/d");
     CHECK(raw.password == "p@ss/w");
-    CHECK(raw.host == "h");
+    CHECK(raw.hosts.front().name == "h");
   }
 
   TEST_CASE("a unix socket with an empty host or localhost") {
     auto url = parse_mariadb_url("mariadb://root@localhost/clock?socket=/run/mysqld/mysqld.sock");
-    CHECK(url.host == "localhost");
+    CHECK(url.hosts.front().name == "localhost");
     CHECK(url.socket == "/run/mysqld/mysqld.sock");
     CHECK(parse_mariadb_url("mysql:///clock?socket=/s").socket == "/s");
     CHECK(refusal("mysql://db.example/clock?socket=/s").find("socket= needs") != std::string::npos);
@@ -75,9 +75,32 @@ TEST_SUITE("store::mariadb_url") {
 
   TEST_CASE("an IPv6 host in brackets") {
     auto url = parse_mariadb_url("mysql://u@[::1]:3306/d");
-    CHECK(url.host == "::1");
-    CHECK(url.port == 3306);
-    CHECK(parse_mariadb_url("mysql://u@[fe80::1]/d").port == 0);
+    CHECK(url.hosts.front().name == "::1");
+    CHECK(url.hosts.front().port == 3306);
+    CHECK(parse_mariadb_url("mysql://u@[fe80::1]/d").hosts.front().port == 0);
+  }
+
+  TEST_CASE("a list of hosts: the nodes of a Galera cluster, in the URL's order") {
+    auto url = parse_mariadb_url("mariadb://u:p@n1:3306,n2,[::1]:3308/locks");
+    REQUIRE(url.hosts.size() == 3);
+    CHECK(url.hosts[0].name == "n1");
+    CHECK(url.hosts[0].port == 3306);
+    CHECK(url.hosts[1].name == "n2");
+    CHECK(url.hosts[1].port == 0);
+    CHECK(url.hosts[2].name == "::1");
+    CHECK(url.hosts[2].port == 3308);
+    CHECK(url.hosts[2].label() == "[::1]:3308");
+    CHECK(url.hosts[1].label() == "n2");
+    CHECK(url.password == "p");
+    CHECK(url.database == "locks");
+  }
+
+  TEST_CASE("a list of hosts with an empty entry, or with a socket, is refused") {
+    CHECK(refusal("mysql://u@n1,,n2/d").find("empty entry") != std::string::npos);
+    CHECK(refusal("mysql://u@n1,/d").find("empty entry") != std::string::npos);
+    CHECK(refusal("mysql://u@localhost,n2/d?socket=/s").find("not a list of hosts") !=
+          std::string::npos);
+    CHECK(refusal("mysql://u@n1:0,n2/d").find("the port '0'") != std::string::npos);
   }
 
   TEST_CASE("TLS options pass through, with '_' or '-'") {

@@ -9,6 +9,8 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include <spdlog/spdlog.h>
+
 namespace clk::store::mariadb {
 
 Trouble classify(unsigned error_number) {
@@ -19,6 +21,8 @@ Trouble classify(unsigned error_number) {
     case CR_CONN_HOST_ERROR:            // 2003 cannot connect to host
     case CR_SERVER_GONE_ERROR:          // 2006
     case CR_SERVER_LOST:                // 2013 lost during a query
+    case ER_UNKNOWN_COM_ERROR:          // 1047 a Galera node not ready (not in the primary view)
+    case ER_CONNECTION_KILLED:          // 1927 a server shutting down
       return Trouble::unavailable;
     case ER_LOCK_DEADLOCK:      // 1213 (also Galera's certification failure)
     case ER_LOCK_WAIT_TIMEOUT:  // 1205
@@ -103,18 +107,45 @@ Connection::~Connection() {
 void Connection::open() {
   if (m_handle)
     return;
+  // Each host once, from the one that answered last: a host that does not
+  // answer is passed over at once for the next (fail() moves m_host on).
+  const std::size_t hosts = m_options.url.hosts.size();
+  for (std::size_t tried = 1;; ++tried) {
+    try {
+      connect_to(m_options.url.hosts[m_host]);
+      return;
+    } catch (const ServerTrouble& trouble) {
+      if (trouble.kind() != Trouble::unavailable || tried >= hosts)
+        throw;
+      spdlog::debug("{}; trying the next host", trouble.what());
+    }
+  }
+}
+
+void Connection::connect_to(const MariadbHost& host) {
   init_library();
   MYSQL* handle = mysql_init(nullptr);
   if (!handle)
     throw clk::Error(ExitCode::internal, "MariaDB client library: out of memory");
   m_handle = handle;
   const MariadbUrl& url = m_options.url;
-  unsigned int connect = whole_seconds(m_options.connect_timeout);
+  // With a list of hosts a node that does not answer is given less time, so
+  // that a holder reaches the next before its lease is at risk.
+  auto connect_timeout = m_options.connect_timeout;
+  if (url.hosts.size() > 1)
+    connect_timeout = std::min(connect_timeout, k_connect_timeout_per_node);
+  unsigned int connect = whole_seconds(connect_timeout);
   unsigned int read = whole_seconds(m_options.read_timeout);
   unsigned int write = whole_seconds(m_options.write_timeout);
   my_bool off = 0;
+  // wsrep_sync_wait = 1 makes every read of a Galera node wait until the
+  // node has applied what the cluster committed before it (a read that
+  // decides sees the last grant, whichever node made it). It is written as
+  // MariaDB's executable comment, so MySQL, which has no such variable,
+  // reads a comment; on a server that is not a Galera node it does nothing.
   const std::string init_command = "SET time_zone = '+00:00', innodb_lock_wait_timeout = " +
-                                   std::to_string(whole_seconds(m_options.lock_wait_timeout));
+                                   std::to_string(whole_seconds(m_options.lock_wait_timeout)) +
+                                   " /*M!100400 , wsrep_sync_wait = 1 */";
   try {
     set_option(handle, MYSQL_OPT_CONNECT_TIMEOUT, &connect);
     set_option(handle, MYSQL_OPT_READ_TIMEOUT, &read);
@@ -129,11 +160,15 @@ void Connection::open() {
     close();
     throw;
   }
-  if (!mysql_real_connect(handle, c_str_or_null(url.host), c_str_or_null(url.user),
-                          c_str_or_null(url.password), url.database.c_str(), url.port,
+  if (!mysql_real_connect(handle, c_str_or_null(host.name), c_str_or_null(url.user),
+                          c_str_or_null(url.password), url.database.c_str(), host.port,
                           c_str_or_null(url.socket), CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS)) {
-    fail("connect");
+    fail(url.hosts.size() > 1 ? "connect to " + host.label() : std::string("connect"));
   }
+}
+
+const MariadbHost& Connection::host() const {
+  return m_options.url.hosts[m_host];
 }
 
 void Connection::close() noexcept {
@@ -157,6 +192,11 @@ void Connection::fail(std::string_view what) {
   // any state (a half-read reply, a rolled-back transaction).
   if (trouble != Trouble::retry)
     close();
+  // A host that cannot be reached, is full, dropped the statement or is
+  // not ready (1047) is left for the next of the list, if there is one: any
+  // node of a Galera cluster serves every request.
+  if (trouble == Trouble::unavailable)
+    m_host = (m_host + 1) % m_options.url.hosts.size();
   throw ServerTrouble(trouble, number, std::move(message));
 }
 

@@ -13,6 +13,12 @@
 // - the session time zone UTC and utf8mb4, set by MYSQL_INIT_COMMAND so a
 //   reconnect gets them too (though clock's times are integer microseconds
 //   from UTC_TIMESTAMP(6), which no session time zone changes);
+// - with several hosts in the URL (the nodes of a Galera cluster), a
+//   connection goes to the host that answered last, then each of the others
+//   in the URL's order, each given at most k_connect_timeout_per_node; a
+//   statement that loses its node (2006, 2013, 1047 not ready) moves the
+//   next connection to the next host; and every read waits until its node
+//   has applied the cluster's earlier commits (wsrep_sync_wait = 1);
 // - no automatic reconnect (MYSQL_OPT_RECONNECT off): a silently new session
 //   would hide that a statement's outcome is unknown;
 // - the option files (MYSQL_READ_DEFAULT_GROUP): [client], [client-server],
@@ -48,9 +54,10 @@ enum class Trouble {
 // The class of a server or client error number (mysqld_error.h, errmsg.h):
 // 1040 too many connections, 1203 too many connections for the user, 2002
 // and 2003 cannot connect, 2006 server gone, 2013 lost during a query →
-// unavailable; 1213 and 1205 → retry; 1044 and 1045 access denied, 1049
-// unknown database, 1698 unix_socket login refused, 1142, 1143 and 1370 a
-// privilege the login lacks → refused; the rest → internal.
+// unavailable, and so are 1047 (a Galera node that is not ready) and 1927
+// (connection killed: a server shutting down); 1213 and 1205 → retry; 1044 and 1045 access denied,
+// 1049 unknown database, 1698 unix_socket login refused, 1142, 1143 and 1370 a privilege the login
+// lacks → refused; the rest → internal.
 Trouble classify(unsigned error_number);
 
 // A statement or connect that failed on the server's side. code() is
@@ -100,6 +107,9 @@ struct ConnectOptions {
   std::chrono::seconds lock_wait_timeout{5};
 };
 
+// How long a connect to one node of a list may take before the next is tried.
+inline constexpr std::chrono::seconds k_connect_timeout_per_node{2};
+
 // Until a caller sets a deadline: a one-shot command's patience, as on
 // PostgreSQL.
 inline constexpr std::chrono::seconds k_default_patience{10};
@@ -115,6 +125,8 @@ class Connection {
 
   // Opens the connection unless it is open. Throws ServerTrouble.
   void open();
+  // The host of the URL this connection uses (or tries next).
+  const MariadbHost& host() const;
   // Closes it; the next call opens a new one (connections are borrowed).
   void close() noexcept;
   bool is_open() const { return m_handle != nullptr; }
@@ -149,10 +161,12 @@ class Connection {
 
  private:
   friend class Statement;
+  void connect_to(const MariadbHost& host);
   [[noreturn]] void fail(std::string_view what);
 
   ConnectOptions m_options;
   st_mysql* m_handle = nullptr;
+  std::size_t m_host = 0;  // index into m_options.url.hosts
   std::optional<std::chrono::steady_clock::time_point> m_retry_until;
 };
 
