@@ -23,6 +23,7 @@ store::StoreOptions Context::store_options() const {
           .connect_timeout = settings.connect_timeout,
           .allow_network_filesystem = settings.allow_network_filesystem,
           .watch_lease = settings.watch_lease,
+          .galera_max_skew = settings.galera_max_skew,
           .private_default = settings.database_is_default};
 }
 

@@ -63,11 +63,12 @@ class FileReader {
   void check_known_keys() {
     static const std::map<std::string, std::vector<std::string>> k_known = {
         {"",
-         {"database", "namespace", "log_level", "log_format", "lock", "postgres", "gc", "sqlite",
-          "ping"}},
+         {"database", "namespace", "log_level", "log_format", "lock", "postgres", "mariadb", "gc",
+          "sqlite", "ping"}},
         {"ping", {"on_skip", "urls"}},
         {"lock", {"ttl", "heartbeat", "kill_after", "leftovers"}},
         {"postgres", {"schema", "connect_timeout", "watch_lease"}},
+        {"mariadb", {"galera_max_skew"}},
         {"gc", {"history_retention", "batch_size"}},
         {"sqlite", {"allow_network_filesystem"}}};
     check_table(m_table, "", k_known);
@@ -253,7 +254,7 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   for (const char* key :
        {"database", "namespace", "log_level", "log_format", "lock.ttl", "lock.heartbeat",
         "lock.kill_after", "lock.leftovers", "postgres.schema", "postgres.connect_timeout",
-        "postgres.watch_lease", "gc.history_retention", "gc.batch_size",
+        "postgres.watch_lease", "mariadb.galera_max_skew", "gc.history_retention", "gc.batch_size",
         "sqlite.allow_network_filesystem"}) {
     if (reader.has(key))
       settings.origins[key] = "config file " + file.string() + " (key " + key + ")";
@@ -292,6 +293,8 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
     settings.connect_timeout = *v;
   if (auto v = reader.boolean("postgres.watch_lease"))
     settings.watch_lease = *v;
+  if (auto v = reader.duration("mariadb.galera_max_skew"))
+    settings.galera_max_skew = *v;
   if (auto v = reader.duration("gc.history_retention"))
     settings.history_retention = *v;
   if (auto v = reader.integer("gc.batch_size", 1, 1'000'000)) {

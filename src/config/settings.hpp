@@ -33,6 +33,8 @@ struct Settings {
   milliseconds connect_timeout{5'000};
   std::string pg_schema = "clock";
   bool watch_lease = false;  // clock run on PostgreSQL: LISTEN for the loss of its lease
+  // On a Galera node: the most the nodes' clocks may differ by (store/mariadb/node_clocks.hpp).
+  milliseconds galera_max_skew{500};
   std::optional<milliseconds> history_retention;  // gc prunes history older than this
   int gc_batch_size = 1000;
   bool allow_network_filesystem = false;

@@ -30,6 +30,7 @@ std::vector<ShownSetting> shown_settings(const Settings& settings) {
   add("postgres.schema", settings.pg_schema);
   add("postgres.connect_timeout", util::format_duration(settings.connect_timeout));
   add("postgres.watch_lease", settings.watch_lease ? "true" : "false");
+  add("mariadb.galera_max_skew", util::format_duration(settings.galera_max_skew));
   add("gc.history_retention", duration_text(settings.history_retention, "keep all"));
   add("gc.batch_size", std::to_string(settings.gc_batch_size));
   add("sqlite.allow_network_filesystem", settings.allow_network_filesystem ? "true" : "false");

@@ -15,6 +15,9 @@ struct StoreOptions {
   // A PostgreSQL holder keeps a connection that LISTENs for the loss of its
   // lease (postgres/lease_watch.hpp); SQLite always watches, at no cost.
   bool watch_lease = false;
+  // On a Galera node: the most its clock may differ from the other nodes'
+  // before clock refuses it (mariadb/node_clocks.hpp).
+  std::chrono::milliseconds galera_max_skew{500};
   // The URL is the per-user default SQLite file, which nobody named: its
   // folder and files are made private, and another user's are refused.
   bool private_default = false;

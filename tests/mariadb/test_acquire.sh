@@ -38,7 +38,7 @@ acq() {
   local req=${7:-$(cat /proc/sys/kernel/random/uuid)} secret=${8-$(secret_of "$owner")} once=${9:-NULL} ttl=${10:-60000}
   q "CALL clock_try_acquire('$ns', '$res', '$mode', $slots, '$owner', $ttl, '$req', $queue,
        'host-${owner:0:1}', '10.0.0.1', 100, 'alice', 'make', NULL, TRUE, '$secret', 'asker',
-       $once)"
+       $once, 0)"
 }
 # rel NS RESOURCES OWNER [SUCCEEDED]
 rel() { q "CALL clock_release('$1', '$2', '$3', '$(secret_of "$3")', '', 'host', '[100]', ${4:-FALSE})" >/dev/null; }
@@ -170,7 +170,7 @@ q "DROP TRIGGER test_boom"
 check "bad arguments are refused with PostgreSQL's message" \
   fails_with "ERROR 1644 .*invalid resource name" acq n '["a..b"]' $o1
 check "a bad mode too" fails_with "ERROR 1644 .*invalid mode" acq n '["a"]' $o1 both
-check "the session's autocommit is as it was" same "$(q "CALL clock_try_acquire('n', '[\"z\"]', 'shared', 0, '$o4', 1000, 'ac', TRUE, '', '', 0, '', '', NULL, TRUE, 's-4', '', NULL); SELECT @@autocommit" | tail -1)" 1
+check "the session's autocommit is as it was" same "$(q "CALL clock_try_acquire('n', '[\"z\"]', 'shared', 0, '$o4', 1000, 'ac', TRUE, '', '', 0, '', '', NULL, TRUE, 's-4', '', NULL, 0); SELECT @@autocommit" | tail -1)" 1
 
 # ------------------------------------------------------------ concurrency
 # Each client is one mariadb process sending a script of attempts (-n) and
@@ -185,7 +185,7 @@ for k in $(seq 1 $clients); do
   {
     for i in $(seq 1 $rounds); do
       case $(((i + k) % 4)) in 0) res=c ;; 1) res=c.x ;; 2) res=c.y ;; 3) res=c.x.z ;; esac
-      echo "CALL clock_try_acquire('cc', '[\"$res\"]', 'exclusive', 0, '$owner', 60000, 'r$k-$i', FALSE, 'h$k', '', $k, '', '', NULL, FALSE, 'sec$k', '', NULL);"
+      echo "CALL clock_try_acquire('cc', '[\"$res\"]', 'exclusive', 0, '$owner', 60000, 'r$k-$i', FALSE, 'h$k', '', $k, '', '', NULL, FALSE, 'sec$k', '', NULL, 0);"
       echo "CALL clock_release('cc', '[\"$res\"]', '$owner', 'sec$k', '', 'h$k', '[$k]', FALSE);"
     done
   } >"/tmp/acquire_$$_$k.sql"
@@ -234,7 +234,7 @@ BEGIN
       END IF;
       CALL clock_try_acquire('qq', v_res, 'exclusive', 0, v_owner, 5000, CONCAT('w', k, '-', i),
                              TRUE, CONCAT('h', k), '', k, '', '', NULL, FALSE, CONCAT('s', k), '',
-                             NULL);
+                             NULL, 0);
       SELECT COUNT(*) INTO v_got FROM leases WHERE namespace = 'qq' AND owner = v_owner;
       IF v_got < 2 THEN DO SLEEP(0.002); END IF;
     END WHILE;

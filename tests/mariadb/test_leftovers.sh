@@ -34,7 +34,7 @@ secret_of() { echo "s-${1:0:1}"; }
 acq() {
   q "CALL clock_try_acquire('$1', '$2', 'exclusive', 0, '$3', 60000,
        '$(cat /proc/sys/kernel/random/uuid)', ${4:-FALSE}, 'host-${3:0:1}', '10.0.0.1', 100, 'alice',
-       'make', NULL, TRUE, '$(secret_of "$3")', 'asker', NULL)"
+       'make', NULL, TRUE, '$(secret_of "$3")', 'asker', NULL, 0)"
 }
 # note NS RESOURCES OWNER TOKENS LEFTOVERS [SECRET [BY]]: LEFTOVERS is SQL
 # (a quoted JSON text, or NULL); prints the reply.
@@ -219,7 +219,7 @@ check "releasing an expired lease: its 'expired' record has the list" \
 acq ns '["gc"]' "$o1" >/dev/null
 note ns '["gc"]' "$o1" '[]' "'$ended'" >/dev/null
 expire ns gc
-q "CALL clock_gc_batch(100, NULL, FALSE)" >/dev/null
+q "CALL clock_gc_batch(100, NULL, FALSE, 0)" >/dev/null
 check "gc's 'expired' record has the list" \
   same_json "$(history_leftovers ns gc expired)" "$ended"
 

@@ -317,16 +317,16 @@ waiter gc g.live "$o3" s3 -1
 waiter gc g.live "$o4" s4
 q "INSERT INTO history (at_us, event, namespace, resource, owner) VALUES (clock_now_us() - 7200000000, 'released', 'gc', 'g.old', '$o1')"
 total=$(count history)
-reply=$(q "CALL clock_gc_batch(2, NULL, TRUE)")
+reply=$(q "CALL clock_gc_batch(2, NULL, TRUE, 0)")
 check "gc dry run counts everything ($reply), removes nothing" \
   same "$(js "$reply" '(d["expired_leases"], d["dead_waiters"], d["history_rows"])'),$(count leases),$(count waiters)" "(3, 1, 0),4,2"
-reply=$(q "CALL clock_gc_batch(2, NULL, FALSE)")
+reply=$(q "CALL clock_gc_batch(2, NULL, FALSE, 0)")
 check "gc removes at most a batch of expired leases, oldest first ($reply)" \
   same "$(js "$reply" '(d["expired_leases"], d["dead_waiters"], d["history_rows"])'),$(q "SELECT GROUP_CONCAT(resource ORDER BY resource) FROM leases")" "(2, 1, 0),g.3,g.live"
 check "and records each 'expired'" same "$(count "history WHERE namespace = 'gc' AND event = 'expired'")" 2
 check "the live waiter stays" same "$(q "SELECT owner FROM waiters")" "$o4"
 check "no history pruned without a cut-off" same "$(count history)" "$((total + 2))"
-reply=$(q "CALL clock_gc_batch(100, 3600000, FALSE)")
+reply=$(q "CALL clock_gc_batch(100, 3600000, FALSE, 0)")
 check "with a cut-off of 1 h: the last expired lease, the old history row only" \
   same "$(js "$reply" '(d["expired_leases"], d["history_rows"])'),$(count "history WHERE resource = 'g.old'"),$(count "leases WHERE resource = 'g.live'")" "(1, 1),0,1"
 
@@ -377,7 +377,7 @@ check "the first lease keeps its expiry, the expired one is still there" \
 check "a forced release that fails part-way leaves no change" \
   fails_with "ERROR 1644 .*: boom" q "CALL clock_force_release('tx', '[\"t.a\", \"boom\"]', 'ops')"
 check "all leases still there, no history" same "$(count "leases WHERE namespace = 'tx'"),$(count history)" "3,$history_before"
-check "a gc batch that fails part-way leaves no change" fails_with "ERROR 1644 .*: boom" q "CALL clock_gc_batch(10, NULL, FALSE)"
+check "a gc batch that fails part-way leaves no change" fails_with "ERROR 1644 .*: boom" q "CALL clock_gc_batch(10, NULL, FALSE, 0)"
 check "both expired leases are still there, no history" \
   same "$(count "leases WHERE resource IN ('boom', 't.b')"),$(count history)" "2,$history_before"
 session=$(as_root "$db" -e "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;
@@ -419,12 +419,12 @@ check "app: cannot UPDATE leases" fails_with "ERROR (1142|1370|1044).*denied" as
 check "app: cannot DELETE history" fails_with "ERROR (1142|1370|1044).*denied" as app "DELETE FROM history"
 check "app: cannot read leases directly" fails_with "ERROR (1142|1370|1044).*denied" as app "SELECT * FROM leases"
 check "app: cannot lock a hierarchy row" fails_with "ERROR (1142|1370|1044).*denied" as app "UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = 0"
-reply=$(as app "CALL clock_try_acquire('roles', '[\"ro.b\"]', 'exclusive', 0, '$o2', 60000, 'r-app', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's2', '', NULL)")
+reply=$(as app "CALL clock_try_acquire('roles', '[\"ro.b\"]', 'exclusive', 0, '$o2', 60000, 'r-app', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's2', '', NULL, 0)")
 check "app: acquires through the procedure ($reply)" grep -q '"outcome": "granted"' <<<"$reply"
 check "app: cannot call an acquire helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_acq_dequeue('roles', '[\"ro.b\"]', '$o2')"
 check "app: cannot call a helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_rec_lock_slots('roles', '[\"ro.a\"]')"
 check "app: cannot force a release" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_force_release('roles', '[\"ro.a\"]', 'app')"
-check "app: cannot gc" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_gc_batch(10, NULL, FALSE)"
+check "app: cannot gc" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_gc_batch(10, NULL, FALSE, 0)"
 check "app: cannot create a procedure" fails_with "ERROR (1142|1370|1044).*denied" as app "CREATE PROCEDURE evil() SELECT 1"
 check "app: reads the schema version" quietly as app "SELECT version FROM schema_migrations"
 check "app: reads the procedures' stamp (the version check reads both)" quietly as app "SELECT sha256 FROM procedures_stamp"
@@ -433,7 +433,7 @@ check "reader: status" quietly as reader "CALL clock_status_rows('roles', NULL, 
 check "reader: history" quietly as reader "CALL clock_history('roles', NULL, 10, NULL)"
 check "reader: expected runs" quietly as reader "CALL clock_expected_rows(NULL, NULL, NULL)"
 check "reader: cannot renew" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_renew('roles', '[\"ro.a\"]', '$o1', '[]', 60000, 's1', 'x')"
-check "reader: cannot acquire" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_try_acquire('roles', '[\"ro.c\"]', 'exclusive', 0, '$o3', 60000, 'r-rd', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's3', '', NULL)"
+check "reader: cannot acquire" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_try_acquire('roles', '[\"ro.c\"]', 'exclusive', 0, '$o3', 60000, 'r-rd', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's3', '', NULL, 0)"
 check "reader: cannot note leftovers" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_note_leftovers('roles', '[\"ro.a\"]', '$o1', '[]', '[]', 's1', 'x')"
 check "reader: cannot release" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_release('roles', '[\"ro.a\"]', '$o1', 's1', 'x', 'h', '[]', FALSE)"
 check "reader: cannot write a table" fails_with "ERROR (1142|1370|1044).*denied" as reader "INSERT INTO history (at_us, event, namespace, resource, owner) VALUES (1, 'released', 'x', 'y', '$o1')"
@@ -442,7 +442,7 @@ check "ops: forces the release ($reply)" grep -q '"holders_removed": 1' <<<"$rep
 check "recorded with who asked, the operator's login and the leftovers the app noted" \
   same "$(q "SELECT CONCAT(forced_by, '|', db_user, '|', JSON_VALUE(leftovers, '\$[0].pid')) FROM history WHERE resource = 'ro.a' AND event = 'forced'")" \
   "carol@admin|ops_$$@localhost|7"
-check "ops: gc" quietly as ops "CALL clock_gc_batch(10, NULL, TRUE)"
+check "ops: gc" quietly as ops "CALL clock_gc_batch(10, NULL, TRUE, 0)"
 check "ops: cannot UPDATE leases either" fails_with "ERROR (1142|1370|1044).*denied" as ops "UPDATE leases SET depth = 9"
 for user in app ops reader; do as_root -e "DROP USER '${user}_$$'@'localhost'"; done
 

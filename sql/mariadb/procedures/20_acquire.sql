@@ -6,9 +6,13 @@
 --     'exclusive'|'shared', p_slots INT, p_owner uuid text, p_ttl_ms BIGINT
 --     (0: never expires), p_request_id, p_queue BOOLEAN, p_host, p_ip,
 --     p_pid, p_user, p_command, p_started BIGINT microseconds or NULL,
---     p_record_refusal BOOLEAN, p_secret, p_by, p_once_per_ms BIGINT or NULL)
+--     p_record_refusal BOOLEAN, p_secret, p_by, p_once_per_ms BIGINT or NULL,
+--     p_expiry_margin_ms BIGINT)
 -- (a MariaDB procedure has no parameter defaults: pass NULL for no
--- --once-per).
+-- --once-per, 0 for no margin). p_expiry_margin_ms is MariaDB's own: on a
+-- Galera node another owner's lease counts as expired only that long after
+-- its expiry, by this node's clock (the client measures how far the nodes'
+-- clocks are apart: src/store/mariadb/node_clocks.hpp).
 --
 -- The result: one result set of one row and one column, `try_acquire`,
 -- holding the JSON document PostgreSQL's try_acquire returns, instants in
@@ -54,7 +58,8 @@ CREATE OR REPLACE PROCEDURE clock_try_acquire(
   IN p_slots INT, IN p_owner VARCHAR(64), IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(255),
   IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
   IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT, IN p_record_refusal BOOLEAN,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_once_per_ms BIGINT)
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_once_per_ms BIGINT,
+  IN p_expiry_margin_ms BIGINT)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: one attempt at taking every resource of a request (PostgreSQL try_acquire())'
 BEGIN
@@ -64,6 +69,7 @@ BEGIN
   DECLARE v_resource VARBINARY(255);
   DECLARE v_refuses BOOLEAN;
   DECLARE v_now BIGINT;
+  DECLARE v_judged BIGINT;     -- the instant other leases are judged expired at
   DECLARE v_expires BIGINT;
   DECLARE v_expired INT;
   DECLARE v_verdict VARCHAR(16);
@@ -99,6 +105,9 @@ BEGIN
   START TRANSACTION;
   CALL clock_rec_lock_slots(p_namespace, p_resources);
   SET v_now = clock_now_us();  -- after the slot rows: one reading per call
+  -- On a Galera node whose clock may run ahead of the node that wrote a
+  -- lease, a lease counts as expired only a margin past its expiry.
+  SET v_judged = v_now - GREATEST(COALESCE(p_expiry_margin_ms, 0), 0) * 1000;
   SET v_expires = IF(p_ttl_ms = 0, NULL, v_now + p_ttl_ms * 1000);
 
   -- The owner proof first: an id bound to another secret is granted
@@ -117,9 +126,9 @@ BEGIN
       -- Each resource: expired related leases out (recorded), then its verdict.
       WHILE v_i < v_count DO
         SET v_resource = clock_rec_nth(p_resources, v_i);
-        CALL clock_acq_expire_related(p_namespace, v_resource, v_now, v_expired);
+        CALL clock_acq_expire_related(p_namespace, v_resource, v_judged, v_expired);
         CALL clock_acq_decide(p_namespace, v_resource, p_mode, p_slots, v_owner, p_request_id,
-                              v_now, v_verdict, v_other_slots, v_leases, v_waiters, v_blockers);
+                              v_judged, v_verdict, v_other_slots, v_leases, v_waiters, v_blockers);
         IF v_verdict IN ('slots_mismatch', 'upgrade') THEN
           SET v_result = JSON_OBJECT('outcome', v_verdict, 'now', CAST(v_now AS SIGNED),
                                      'resource', CONVERT(v_resource USING utf8mb4),

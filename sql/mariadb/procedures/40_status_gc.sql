@@ -152,13 +152,16 @@ END;
 -- they lapsed), dead waiters and, with p_history_older_than_ms, history rows
 -- older than that and the run counters of resources with no history, lease
 -- or queue entry left. p_dry_run counts everything there is (not one batch)
--- and removes nothing.
+-- and removes nothing. A lease counts as expired p_expiry_margin_ms after
+-- its expiry (clock_try_acquire says why; 0 off Galera).
 CREATE OR REPLACE PROCEDURE clock_gc_batch(
-  IN p_batch INT, IN p_history_older_than_ms BIGINT, IN p_dry_run BOOLEAN)
+  IN p_batch INT, IN p_history_older_than_ms BIGINT, IN p_dry_run BOOLEAN,
+  IN p_expiry_margin_ms BIGINT)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: one batch of garbage collection (PostgreSQL gc_batch())'
 BEGIN
   DECLARE v_now BIGINT;
+  DECLARE v_judged BIGINT;  -- the instant leases are judged expired at
   DECLARE v_cutoff BIGINT;
   DECLARE v_leases BIGINT DEFAULT 0;
   DECLARE v_waiters BIGINT DEFAULT 0;
@@ -169,10 +172,11 @@ BEGIN
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SET v_now = clock_now_us();
+  SET v_judged = v_now - GREATEST(COALESCE(p_expiry_margin_ms, 0), 0) * 1000;
   SET v_cutoff = v_now - p_history_older_than_ms * 1000;  -- NULL: keep all history
   IF p_dry_run THEN
     -- SELECT … INTO reads without locks (see clock_rec_owner_refuses).
-    SELECT COUNT(*) INTO v_leases FROM leases WHERE expires_us <= v_now;
+    SELECT COUNT(*) INTO v_leases FROM leases WHERE expires_us <= v_judged;
     SELECT COUNT(*) INTO v_waiters FROM waiters WHERE expires_us <= v_now;
     SELECT COUNT(*) INTO v_history FROM history WHERE at_us < v_cutoff;
     IF v_cutoff IS NOT NULL THEN
@@ -187,7 +191,7 @@ BEGIN
     END IF;
   ELSE
     FOR g IN (SELECT namespace, resource, owner, expires_us FROM leases
-              WHERE expires_us <= v_now
+              WHERE expires_us <= v_judged
               ORDER BY expires_us LIMIT v_batch
               FOR UPDATE SKIP LOCKED) DO
       CALL clock_rec_lease_event('expired', g.expires_us, g.namespace, g.resource, g.owner, NULL,
@@ -195,7 +199,7 @@ BEGIN
          WHERE namespace = g.namespace AND resource = g.resource AND owner = g.owner), '');
       DELETE FROM leases
       WHERE namespace = g.namespace AND resource = g.resource AND owner = g.owner
-        AND expires_us <= v_now;
+        AND expires_us <= v_judged;
       SET v_leases = v_leases + ROW_COUNT();
     END FOR;
     FOR g IN (SELECT position FROM waiters WHERE expires_us <= v_now

@@ -143,7 +143,7 @@ std::string print_sql() {
   return sql;
 }
 
-bool is_current(Connection& connection) {
+FirstLook first_look(Connection& connection) {
   // Every version this binary knows, not max(version): numbers are assigned
   // to branches ahead of merging, so a schema may hold 003 and lack 002.
   std::string versions;
@@ -155,15 +155,21 @@ bool is_current(Connection& connection) {
                              "SELECT (SELECT COUNT(*) FROM schema_migrations WHERE version IN (" +
                                  versions +
                                  ")) = ? AND (SELECT sha256 FROM procedures_stamp WHERE id = 1) "
-                                 "<=> ?")
+                                 "<=> ? /*M!100400 , @@wsrep_on */")
                     .query({static_cast<std::int64_t>(sql::mariadb_migrations().size()),
                             std::string(sql::mariadb_procedures_sha256())});
-    return !rows.empty() && rows[0].at(0) == "1";
+    FirstLook look;
+    look.current = !rows.empty() && rows[0].at(0) == "1";
+    look.galera = !rows.empty() && rows[0].size() > 1 && rows[0][1] == "1";
+    return look;
   } catch (const ServerTrouble& trouble) {
-    if (trouble.number() == 1146)  // no such table: no clock schema yet
-      return false;
-    throw;
+    if (trouble.number() != 1146)  // no such table: no clock schema yet
+      throw;
   }
+  auto rows =
+      connection.prepare("ask whether this is a Galera node", "SELECT 0 /*M!100400 , @@wsrep_on */")
+          .query({});
+  return FirstLook{false, !rows.empty() && rows[0].size() > 1 && rows[0][1] == "1"};
 }
 
 void migrate(Connection& connection) {

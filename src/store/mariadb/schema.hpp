@@ -28,9 +28,15 @@ std::string print_sql();
 // that may not create what is missing gets clk::Error(config).
 void migrate(Connection& connection);
 
-// Whether the database holds every migration this binary knows and the
-// procedures' current stamp: one query, no lock. False for a database with
-// no clock tables.
-bool is_current(Connection& connection);
+// What a process learns of the database before its first operation, in
+// one query and no lock.
+struct FirstLook {
+  // It holds every migration this binary knows and the procedures' current
+  // stamp (false for a database with no clock tables).
+  bool current = false;
+  // The server is a Galera node (wsrep_on; MySQL has none).
+  bool galera = false;
+};
+FirstLook first_look(Connection& connection);
 
 }  // namespace clk::store::mariadb

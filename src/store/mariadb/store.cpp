@@ -16,6 +16,7 @@
 #include "store/gc_pacing.hpp"
 #include "store/leftovers_json.hpp"
 #include "store/mariadb/connection.hpp"
+#include "store/mariadb/node_clocks.hpp"
 #include "store/mariadb/privileges.hpp"
 #include "store/mariadb/rows.hpp"
 #include "store/mariadb/schema.hpp"
@@ -47,7 +48,10 @@ constexpr milliseconds k_idle{1000};
 
 class MariadbStore : public Store {
  public:
-  explicit MariadbStore(const StoreOptions& options) : m_connection(connect_options(options)) {}
+  explicit MariadbStore(const StoreOptions& options)
+      : m_options(connect_options(options)),
+        m_connection(m_options),
+        m_galera_max_skew(options.galera_max_skew) {}
 
   Attempt try_acquire(const LockRequest& request, bool queue) override {
     // One attempt, by the caller's deadline (and at least a second, so that
@@ -55,11 +59,13 @@ class MariadbStore : public Store {
     // request id makes an attempt sent twice a single grant.
     auto now = steady_clock::now();
     patience_until(std::max(m_acquire_deadline, now + seconds(1)));
+    first_use();  // on a Galera node, it measures the expiry margin
+    refuse_if_ahead();
     std::optional<std::int64_t> once_per;
     if (request.once_per)
       once_per = request.once_per->count();
     auto reply = parse_acquire(call(
-        "acquire", "clock_try_acquire", 18,
+        "acquire", "clock_try_acquire", 19,
         {request.ns, db::json_array(request.resources), std::string(lock::to_string(request.mode)),
          std::int64_t{request.slots}, request.owner.str(), std::int64_t{request.ttl.count()},
          request.request_id, db::boolean(queue), request.info.host, request.info.ip,
@@ -67,7 +73,7 @@ class MariadbStore : public Store {
          db::microseconds_or_null(request.info.started), db::boolean(request.record_refusal),
          request.secret,
          describe(Caller{request.info.user, request.info.host, request.info.pid, {}}),
-         once_per ? db::Param(*once_per) : db::Param(std::monostate{})}));
+         once_per ? db::Param(*once_per) : db::Param(std::monostate{}), margin_ms()}));
     if (reply.attempt.outcome == Outcome::blocked)
       m_pace.blocked(reply.attempt, reply.next_expiry_in);
     if (reply.refused)
@@ -241,13 +247,16 @@ class MariadbStore : public Store {
     if (options.history_older_than)
       older_than = std::int64_t{options.history_older_than->count()};
     GcReport total;
+    patience(k_command_patience);
+    first_use();
+    refuse_if_ahead();
     for (;;) {
       const int batch = pacer.rows();
       patience(k_command_patience);
       auto started = steady_clock::now();
-      GcReport report =
-          parse_gc(call("gc", "clock_gc_batch", 3,
-                        {std::int64_t{batch}, older_than, db::boolean(options.dry_run)}));
+      GcReport report = parse_gc(
+          call("gc", "clock_gc_batch", 4,
+               {std::int64_t{batch}, older_than, db::boolean(options.dry_run), margin_ms()}));
       pacer.took(steady_clock::now() - started);
       total.expired_leases += report.expired_leases;
       total.dead_waiters += report.dead_waiters;
@@ -274,20 +283,20 @@ class MariadbStore : public Store {
       m_connection.close();
   }
 
-  // A Galera node: what multi-writer use needs is not in place yet (issue
-  // 31). Never throws: a server that cannot say (MySQL has no wsrep_on) is
-  // not one.
+  // On a Galera node: how far its clock is from the other nodes', when
+  // that is more than k_skew_warning or cannot be measured. A node refused
+  // for its skew is said here too; the operation itself exits 78.
   std::vector<std::string> setup_warnings() override {
     try {
       patience(k_check_patience);
-      auto rows = m_connection.call("the Galera check", "SELECT @@wsrep_on", {});
-      if (!rows.empty() && !rows.front().empty() && rows.front().front() == "1") {
-        return {
-            "this MariaDB server is a Galera node (wsrep_on): clock does not support "
-            "multi-writer Galera yet; point every host at the same node"};
-      }
+      first_use();
     } catch (const std::exception&) {
+      return {};  // the command itself says what is wrong
     }
+    if (m_skew && m_skew->refusal)
+      return {*m_skew->refusal};
+    if (m_skew && m_skew->warning)
+      return {*m_skew->warning};
     return {};
   }
 
@@ -399,10 +408,44 @@ class MariadbStore : public Store {
   void first_use() {
     if (m_checked)
       return;
-    if (!db::is_current(m_connection))
+    auto look = db::first_look(m_connection);
+    if (!look.current)
       db::migrate(m_connection);
+    if (look.galera)
+      judge_node_clocks();
     m_checked = true;
   }
+
+  // A Galera node: its clock against the other nodes' of the URL, read on
+  // connections of their own (node_clocks.hpp), which gives the margin that
+  // grants and gc add to an expiry. Skew above k_skew_warning is logged.
+  void judge_node_clocks() {
+    const MariadbHost used = m_connection.host();
+    std::vector<MariadbHost> others;
+    for (const auto& host : m_options.url.hosts) {
+      if (host.label() != used.label())
+        others.push_back(host);
+    }
+    auto ours = db::read_node_clocks(m_options, {used});
+    m_skew = db::judge_skew(ours.empty() ? std::nullopt : std::optional(ours.front()),
+                            db::read_node_clocks(m_options, others), m_galera_max_skew);
+    m_margin = ceil<milliseconds>(m_skew->expiry_margin);
+    if (m_skew->warning && m_skew->furthest && !m_skew->refusal)
+      spdlog::warn("{}", *m_skew->warning);
+    else if (m_skew->warning)
+      spdlog::info("{}", *m_skew->warning);
+  }
+
+  // A node whose clock runs ahead of another's by certainly more than
+  // mariadb.galera_max_skew would see leases expire early: it grants
+  // nothing and removes nothing (78). Reads, renewals and releases go on.
+  void refuse_if_ahead() const {
+    if (m_skew && m_skew->refusal)
+      throw Error(ExitCode::config, *m_skew->refusal);
+  }
+
+  // What clock_try_acquire and clock_gc_batch add to an expiry (0 off Galera).
+  std::int64_t margin_ms() const { return m_margin.count(); }
 
   static db::ConnectOptions connect_options(const StoreOptions& options) {
     db::ConnectOptions out;
@@ -414,7 +457,11 @@ class MariadbStore : public Store {
     return out;
   }
 
+  db::ConnectOptions m_options;
   db::Connection m_connection;
+  milliseconds m_galera_max_skew;
+  std::optional<db::SkewVerdict> m_skew;  // measured on a Galera node
+  milliseconds m_margin{0};
   bool m_checked = false;
   steady_clock::time_point m_acquire_deadline = steady_clock::time_point::max();
   steady_clock::time_point m_last_call{};
