@@ -91,7 +91,20 @@ trap 'exit 129' HUP
 galera_dir=$(mktemp -d /tmp/clock-galera.XXXXXX) || die "cannot create a temp dir in /tmp"
 chmod 0755 "$galera_dir"
 [[ $galera_run_as == "$(id -un)" ]] || chown "$galera_run_as:" "$galera_dir" || die "cannot give $galera_dir to $galera_run_as"
-galera_base_port=$(shuf -i 20000-59980 -n 1)
+# Twelve ports from a base below the kernel's ephemeral range (32768 and up
+# by default), so no outgoing connection holds one already; a base whose
+# ports anything listens on is passed over (other clusters of parallel tests).
+ports_free() {
+  local port
+  for port in $(seq "$1" $(($1 + 11))); do
+    (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 1
+  done
+  return 0
+}
+for _ in $(seq 50); do
+  galera_base_port=$(shuf -i 10000-32700 -n 1)
+  ports_free "$galera_base_port" && break
+done
 galera_save_state
 
 for node in 1 2 3; do galera_write_config "$node"; done
