@@ -24,7 +24,8 @@ source "$(dirname "$0")/lib.sh"
 
 if [[ -z ${CLOCK_TEST_GALERA_SOCKET_3:-} ]]; then
   say "11. Galera: no cluster (tests/helpers/with-galera.sh says why above); not measured"
-  bench record m11.missing 0 --extra '{"reason": "no Galera cluster: galera-4, mariadb-server or rsync missing (make deps)"}'
+  reason="no Galera cluster: galera-4, mariadb-server or rsync missing (make deps)"
+  bench record m11.missing 0 --extra "{\"reason\": \"$reason\"}"
   exit 0
 fi
 only=${BENCH_GALERA_ONLY:-contend capacity}

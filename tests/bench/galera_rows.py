@@ -18,8 +18,10 @@ nodes: the conflicts certification found, and the transactions it aborted.
             tokens rising in grant order, and the exit code of every
             `clock run` (a loop goes on after a failure and counts it)
   capacity  L loops of `clock run -- true` on distinct resources (distinct
-            first segments: no shared slot row) for S seconds: runs/s and
-            the CPU of the nodes' processes per run
+            first segments: no shared slot row) for S seconds: runs/s, each
+            run's wall time (p50, p99, the slowest: a loop finishes the run
+            it is in at the deadline), exit codes, and the CPU of the nodes'
+            processes per run
 
 Standard library only.
 """
@@ -30,12 +32,16 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import emit, summary  # noqa: E402  (tests/bench/bench.py, beside this file)
 from mariadb_rows import tree_cpu_ms  # noqa: E402
+
+# A run of `clock run -- true` this slow is recorded with its last stderr lines.
+SLOW_MS = 2000
 
 COUNTERS = ("wsrep_local_cert_failures", "wsrep_local_bf_aborts")
 
@@ -45,12 +51,6 @@ LOOP = 'i=0; while [ "$i" -lt "$0" ]; do "$@"; echo "$?"; i=$((i + 1)); done'
 
 # The job of a section: stamps start and end into DIR/TOKEN.start and .end.
 JOB = '"$0" "$1/$CLOCK_TOKEN.start"; "$0" "$1/$CLOCK_TOKEN.end"'
-
-# A loop of `clock run -- true` on a new resource each time (PREFIX-I, where
-# the prefix is $0) until $1 seconds from its start; prints its run count.
-CAPACITY_LOOP = ('i=0; end=$(($(date +%s) + $1)); shift; while [ "$(date +%s)" -lt "$end" ]; do '
-                 '"$@" "$0-$i" -- true || exit 1; i=$((i + 1)); done; echo "$i"')
-
 
 def wsrep_counters(sockets):
     """{counter: sum over the nodes} now."""
@@ -125,33 +125,65 @@ def cmd_contend(args):
         if cur[2] <= prev[2]:
             falling += 1
     # Recorded whatever ran: a round where clock failed is a row that says so.
-    hand = summary(gaps) if gaps else {"median": None, "p90": None, "n": 0}
+    hand = summary(gaps) if gaps else {"median": None, "p90": None, "max": None, "n": 0}
+    # Hand-overs of a second or more: the stalls that a median hides.
+    stalls = [ms for ms in gaps if ms >= 1000]
     emit(args.results, args.key, unit="sections/s", median=len(spans) / wall, seconds=wall,
          loops=args.loops, nodes=len(args.clock), sections=len(spans),
          expected=args.loops * args.turns, overlaps=overlaps, tokens_not_rising=falling,
          exits=dict(exits), errors=last_errors(err_paths, args.ignore),
-         handover_p50=hand["median"], handover_p90=hand["p90"], handover_n=hand["n"], **counters)
+         handover_p50=hand["median"], handover_p90=hand["p90"], handover_max=hand["max"],
+         handover_n=hand["n"], stalls=len(stalls), stalled_ms=sum(stalls), **counters)
+
+
+def capacity_loop(clock, prefix, deadline, times, exits, errors, slow):
+    """`clock run -- true` on a new resource each time (PREFIX-I) until
+    the deadline: each run's wall time, exit code and last stderr line, and
+    what a run slower than SLOW_MS said."""
+    i = 0
+    while time.monotonic() < deadline:
+        start = time.perf_counter_ns()
+        proc = subprocess.run([*clock, "run", "-r", f"{prefix}-{i}", "--", "true"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, check=False)
+        times.append((time.perf_counter_ns() - start) / 1e6)
+        exits.append(str(proc.returncode))
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        if proc.returncode:
+            errors.append(lines[-1:])
+        if times[-1] >= SLOW_MS:
+            slow.append((round(times[-1]), prefix, i, lines[-3:]))
+        i += 1
 
 
 def cmd_capacity(args):
     before = wsrep_counters(args.socket)
     cpu0 = sum(tree_cpu_ms(pid) for pid in args.server_pid)
     start = time.perf_counter_ns()
-    loops = [subprocess.Popen(["sh", "-c", CAPACITY_LOOP, f"{args.prefix}{n}", str(args.seconds),
-                               *clock, "run", "-r"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + args.seconds
+    # Threads, not shell loops: each run is timed (a run that stalls shows
+    # as the slowest, not only as a lower rate), and no shell forks between.
+    times, exits = [[] for _ in range(args.loops)], [[] for _ in range(args.loops)]
+    errors, slow = [], []
+    loops = [threading.Thread(target=capacity_loop, args=(clock, f"{args.prefix}{n}", deadline,
+                                                          times[n], exits[n], errors, slow))
              for n, clock in enumerate(loop_clocks(args))]
-    outs = [p.communicate()[0] for p in loops]
+    for loop in loops:
+        loop.start()
+    for loop in loops:
+        loop.join()
     wall = (time.perf_counter_ns() - start) / 1e9
     cpu = sum(tree_cpu_ms(pid) for pid in args.server_pid) - cpu0
     counters = deltas(before, wsrep_counters(args.socket))
-    if any(p.returncode for p in loops):
-        sys.exit(f"bench: {args.key}: a loop failed: {[p.returncode for p in loops]}")
-    runs = sum(int(o) for o in outs)
+    codes = collections.Counter(code for loop in exits for code in loop)
+    runs = codes.get("0", 0)
+    each = summary([ms for loop in times for ms in loop])
     emit(args.results, args.key, unit="runs/s", median=runs / wall, runs=runs, seconds=wall,
-         loops=args.loops, nodes=len(args.clock), cluster_cpu_ms=cpu,
-         cluster_cpu_ms_per_run=cpu / runs, **counters)
+         loops=args.loops, nodes=len(args.clock), exits=dict(codes),
+         errors=dict(collections.Counter(e[0][:160] for e in errors if e).most_common(3)),
+         run_p50=each["median"], run_p99=each["p99"], run_max=each["max"],
+         slow_runs=sorted(slow, reverse=True)[:5], cluster_cpu_ms=cpu,
+         cluster_cpu_ms_per_run=cpu / max(runs, 1), **counters)
 
 
 def main():

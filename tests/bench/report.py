@@ -363,14 +363,15 @@ def galera(t):
     if t.get(one) is None or t.get(three) is None:
         t.missing("11", "Galera: contended throughput, three nodes vs one", [one, three])
     else:
+        def contended(key):
+            return (f"{t.get(key):.1f} sections/s in {t.get(key, 'seconds'):.1f} s; hand-over "
+                    f"{ms(t.get(key, 'handover_p50'))} ({ms(t.get(key, 'handover_p90'))}), "
+                    f"{t.get(key, 'stalls')} of 1 s or more, "
+                    f"{ms(t.get(key, 'stalled_ms') or 0)} in all, longest {ms(t.get(key, 'handover_max'))}")
         loops, turns = t.get(three, "loops"), t.get(three, "expected") // t.get(three, "loops")
-        t.row("11", f"Galera: contended {loops}×{turns} on one resource, loops round-robin on 3 nodes "
-              "vs all on node 1: throughput; hand-over p50 (p90)",
-              f"{t.get(three):.1f} sections/s; {ms(t.get(three, 'handover_p50'))} "
-              f"({ms(t.get(three, 'handover_p90'))})",
-              f"one node {t.get(one):.1f} sections/s; {ms(t.get(one, 'handover_p50'))} "
-              f"({ms(t.get(one, 'handover_p90'))})",
-              t.get(three) / t.get(one), None, None)
+        t.row("11", f"Galera: contended {loops}×{turns} on one resource, loops round-robin on 3 "
+              "nodes vs all on node 1: throughput; hand-over p50 (p90), the stalls",
+              contended(three), "one node " + contended(one), t.get(three) / t.get(one), None, None)
     for key, name in ((one, "node 1 only"), (three, "nodes 1, 2, 3")):
         sections = t.get(key, "sections")
         if sections is None:
@@ -389,8 +390,12 @@ def galera(t):
         return
 
     def capacity(key):
-        return (f"{t.get(key):.1f} runs/s, {t.get(key, 'cluster_cpu_ms_per_run'):.1f} ms "
-                f"cluster CPU/run; {conflicts(key)}")
+        exits = t.get(key, "exits") or {}
+        failed = sum(v for k, v in exits.items() if k != "0")
+        return (f"{t.get(key):.1f} runs/s, one run p50 {ms(t.get(key, 'run_p50'))}, p99 "
+                f"{ms(t.get(key, 'run_p99'))}, slowest {ms(t.get(key, 'run_max'))}"
+                + (f", {failed} failed ({exits})" if failed else "")
+                + f"; {t.get(key, 'cluster_cpu_ms_per_run'):.1f} ms cluster CPU/run; {conflicts(key)}")
     t.row("11", f"Galera: uncontended `clock run -- true` from {t.get(three, 'loops')} loops on "
           "distinct resources, round-robin on 3 nodes vs all on node 1 (every grant writes the "
           "cluster's one tokens row)", capacity(three), "one node " + capacity(one),
