@@ -16,7 +16,10 @@
 #         (every grant writes the cluster-wide tokens row) and the nodes'
 #         CPU per run
 # BENCH_GALERA_ONLY="contend" runs some parts only (contend, capacity);
-# BENCH_GALERA_SECTIONS sets N. Without a cluster (with-galera.sh warned:
+# BENCH_GALERA_SECTIONS sets N; BENCH_GALERA_LOCK_WAIT=S sets the nodes'
+# innodb_lock_wait_timeout (50 s by default) by a rolling restart first: a
+# node's applier waits that long for a row lock that a local commit stuck in
+# certification holds, and the whole resource waits with it. Without a cluster (with-galera.sh warned:
 # galera-4, mariadb-server or rsync missing) it records why, and the rows
 # say "not measured".
 # shellcheck source=tests/bench/lib.sh
@@ -46,7 +49,25 @@ url() { local var=CLOCK_TEST_GALERA_TCP_URL_$1; echo "${!var}clock_g11"; }
 cmd() { printf "%s --database '%s'" "$BENCH_CLOCK" "$(url "$1")"; }
 rows() { python3 "$bench_dir/galera_rows.py" "$1" --results "$BENCH_RESULTS" "${@:2}"; }
 
-"$CLOCK_TEST_GALERA_NODE" sql 1 "DROP DATABASE IF EXISTS clock_g11; CREATE DATABASE clock_g11"
+node() { "$CLOCK_TEST_GALERA_NODE" "$@"; }
+
+if [[ -n ${BENCH_GALERA_LOCK_WAIT:-} ]]; then
+  say "11. setting innodb_lock_wait_timeout = $BENCH_GALERA_LOCK_WAIT on each node (a rolling restart)"
+  for n in "${nodes[@]}"; do
+    # The cluster's files are thrown away with it (galera_cluster.sh: nodeN/my.cnf).
+    echo "innodb_lock_wait_timeout=$BENCH_GALERA_LOCK_WAIT" >>"$CLOCK_TEST_GALERA_DIR/node$n/my.cnf"
+    { node stop "$n" && node start "$n" && node wait-size "$n" 3; } ||
+      { echo "bench: node $n did not come back after its restart" >&2; exit 1; }
+  done
+fi
+# What the rows were measured on, for the table.
+read -r version lock_wait retry < <(node sql 1 "SELECT @@version, @@innodb_lock_wait_timeout,
+  @@wsrep_retry_autocommit")
+provider=$(node sql 1 "SHOW GLOBAL STATUS LIKE 'wsrep_provider_version'" | cut -f2)
+bench record m11.cluster 3 --extra "{\"mariadb\": \"${version%%-*}\", \"galera\": \"$provider\",
+  \"innodb_lock_wait_timeout\": $lock_wait, \"wsrep_retry_autocommit\": $retry}"
+
+node sql 1 "DROP DATABASE IF EXISTS clock_g11; CREATE DATABASE clock_g11"
 "$BENCH_CLOCK" --database "$(url 1)" init 2>&1 >/dev/null | { grep -v -- "$warning" || true; } >&2
 # Every node answers before anything is measured (the schema replicated).
 for n in "${nodes[@]}"; do init_store "$(url "$n")" 2> >(grep -v -- "$warning" >&2); done
@@ -74,7 +95,7 @@ if wanted capacity; then
   seconds=$(reps 20 8)
   say "11.2 uncontended: 3 loops for ${seconds}s on distinct resources: node 1, then nodes 1, 2, 3"
   pids=()
-  for n in "${nodes[@]}"; do pids+=(--server-pid "$("$CLOCK_TEST_GALERA_NODE" pid "$n")"); done
+  for n in "${nodes[@]}"; do pids+=(--server-pid "$(node pid "$n")"); done
   for mode in one three; do
     set_clocks "$mode"
     rows capacity --key "m11.2.$mode" "${clocks[@]}" "${sockets[@]}" "${pids[@]}" --loops 3 \

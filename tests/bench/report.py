@@ -369,8 +369,13 @@ def galera(t):
                     f"{t.get(key, 'stalls')} of 1 s or more, "
                     f"{ms(t.get(key, 'stalled_ms') or 0)} in all, longest {ms(t.get(key, 'handover_max'))}")
         loops, turns = t.get(three, "loops"), t.get(three, "expected") // t.get(three, "loops")
-        t.row("11", f"Galera: contended {loops}×{turns} on one resource, loops round-robin on 3 "
-              "nodes vs all on node 1: throughput; hand-over p50 (p90), the stalls",
+        cluster = ""
+        if t.get("m11.cluster") is not None:
+            cluster = (f" (MariaDB {t.get('m11.cluster', 'mariadb')}, Galera "
+                       f"{t.get('m11.cluster', 'galera')}, innodb_lock_wait_timeout "
+                       f"{t.get('m11.cluster', 'innodb_lock_wait_timeout')} s)")
+        t.row("11", f"Galera{cluster}: contended {loops}×{turns} on one resource, loops round-robin "
+              "on 3 nodes vs all on node 1: throughput; hand-over p50 (p90), the stalls",
               contended(three), "one node " + contended(one), t.get(three) / t.get(one), None, None)
     for key, name in ((one, "node 1 only"), (three, "nodes 1, 2, 3")):
         sections = t.get(key, "sections")
