@@ -371,7 +371,7 @@ def galera(t):
         loops, turns = t.get(three, "loops"), t.get(three, "expected") // t.get(three, "loops")
         cluster = ""
         if t.get("m11.cluster") is not None:
-            cluster = (f" (MariaDB {t.get('m11.cluster', 'mariadb')}, Galera "
+            cluster = (f" (MariaDB {t.get('m11.cluster', 'mariadb')}, wsrep provider "
                        f"{t.get('m11.cluster', 'galera')}, innodb_lock_wait_timeout "
                        f"{t.get('m11.cluster', 'innodb_lock_wait_timeout')} s)")
         t.row("11", f"Galera{cluster}: contended {loops}×{turns} on one resource, loops round-robin "
