@@ -19,9 +19,10 @@
 # BENCH_GALERA_SECTIONS sets N; BENCH_GALERA_LOCK_WAIT=S sets the nodes'
 # innodb_lock_wait_timeout (50 s by default) by a rolling restart first: a
 # node's applier waits that long for a row lock that a local commit stuck in
-# certification holds, and the whole resource waits with it. Without a cluster (with-galera.sh warned:
-# galera-4, mariadb-server or rsync missing) it records why, and the rows
-# say "not measured".
+# certification holds, and the whole resource waits with it
+# (docs/performance.md, "Galera (row 11)"). Without a cluster (with-galera.sh
+# warned: galera-4, mariadb-server or rsync missing) it records why, and the
+# rows say "not measured".
 # shellcheck source=tests/bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -35,8 +36,8 @@ only=${BENCH_GALERA_ONLY:-contend capacity}
 wanted() { [[ " $only " == *" $1 "* ]]; }
 say "11. Galera, one node vs three: $only"
 
-# clock says on init that it does not support Galera yet; the lead is
-# replacing that warning (issue 31), so it is not an error here.
+# clock warns that multi-writer Galera is not supported yet (issue 31
+# replaces the warning): not an error here.
 warning="is a Galera node"
 nodes=(1 2 3)
 sockets=()
