@@ -53,7 +53,7 @@ rows() { python3 "$bench_dir/galera_rows.py" "$1" --results "$BENCH_RESULTS" "${
 node() { "$CLOCK_TEST_GALERA_NODE" "$@"; }
 
 if [[ -n ${BENCH_GALERA_LOCK_WAIT:-} ]]; then
-  say "11. setting innodb_lock_wait_timeout = $BENCH_GALERA_LOCK_WAIT on each node (a rolling restart)"
+  say "11. innodb_lock_wait_timeout = $BENCH_GALERA_LOCK_WAIT on each node (a rolling restart)"
   for n in "${nodes[@]}"; do
     # The cluster's files are thrown away with it (galera_cluster.sh: nodeN/my.cnf).
     echo "innodb_lock_wait_timeout=$BENCH_GALERA_LOCK_WAIT" >>"$CLOCK_TEST_GALERA_DIR/node$n/my.cnf"
