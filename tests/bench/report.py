@@ -343,9 +343,74 @@ def mariadb(t):
               f"{t.get(key, 'runs')} runs in {t.get(key, 'seconds'):.0f} s", None, None, None)
 
 
+def galera(t):
+    """Measurement 11 (tests/bench/galera.sh): one node of a three-node Galera
+    cluster vs all three, the same binary, the same run. No target for the
+    rates (issue 31 asks for the number); the invariant is a target."""
+    why = t.get("m11.missing", "reason")
+    if why is not None:
+        t.rows.append(("11", "Galera: one node vs three", f"not measured: {why}", "", "", "", "—"))
+        return
+
+    def ms(value):  # None: no two sections ran one after the other
+        return "—" if value is None else fmt_ms(value)
+
+    def conflicts(key):
+        return (f"{t.get(key, 'wsrep_local_cert_failures')} cert failures, "
+                f"{t.get(key, 'wsrep_local_bf_aborts')} BF aborts")
+
+    one, three = "m11.1.one", "m11.1.three"
+    if t.get(one) is None or t.get(three) is None:
+        t.missing("11", "Galera: contended throughput, three nodes vs one", [one, three])
+    else:
+        def contended(key):
+            return (f"{t.get(key):.1f} sections/s in {t.get(key, 'seconds'):.1f} s; hand-over "
+                    f"{ms(t.get(key, 'handover_p50'))} ({ms(t.get(key, 'handover_p90'))}), "
+                    f"{t.get(key, 'stalls')} of 1 s or more, "
+                    f"{ms(t.get(key, 'stalled_ms') or 0)} in all, longest {ms(t.get(key, 'handover_max'))}")
+        loops, turns = t.get(three, "loops"), t.get(three, "expected") // t.get(three, "loops")
+        cluster = ""
+        if t.get("m11.cluster") is not None:
+            cluster = (f" (MariaDB {t.get('m11.cluster', 'mariadb')}, wsrep provider "
+                       f"{t.get('m11.cluster', 'galera')}, innodb_lock_wait_timeout "
+                       f"{t.get('m11.cluster', 'innodb_lock_wait_timeout')} s)")
+        t.row("11", f"Galera{cluster}: contended {loops}×{turns} on one resource, loops round-robin "
+              "on 3 nodes vs all on node 1: throughput; hand-over p50 (p90), the stalls",
+              contended(three), "one node " + contended(one), t.get(three) / t.get(one), None, None)
+    for key, name in ((one, "node 1 only"), (three, "nodes 1, 2, 3")):
+        sections = t.get(key, "sections")
+        if sections is None:
+            t.missing("11", f"… the invariant, {name}", [key])
+            continue
+        over, falling, want = (t.get(key, f) for f in ("overlaps", "tokens_not_rising", "expected"))
+        exits = t.get(key, "exits") or {}
+        t.row("11", f"… its sections stamp start, end, CLOCK_TOKEN, {name}: sections, overlaps, "
+              "tokens not rising in grant order; `clock run` exits; conflicts summed over the nodes",
+              f"{sections}, {over}, {falling}; " + ", ".join(f"{v} × {k}" for k, v in exits.items())
+              + f"; {conflicts(key)}", None, None, f"{want}, 0, 0; {want} × 0",
+              sections == want and over == 0 and falling == 0 and exits.get("0") == want)
+    one, three = "m11.2.one", "m11.2.three"
+    if t.get(one) is None or t.get(three) is None:
+        t.missing("11", "Galera: uncontended runs/s, three nodes vs one", [one, three])
+        return
+
+    def capacity(key):
+        exits = t.get(key, "exits") or {}
+        failed = sum(v for k, v in exits.items() if k != "0")
+        return (f"{t.get(key):.1f} runs/s, one run p50 {ms(t.get(key, 'run_p50'))}, p99 "
+                f"{ms(t.get(key, 'run_p99'))}, slowest {ms(t.get(key, 'run_max'))}"
+                + (f", {failed} failed ({exits})" if failed else "")
+                + f"; {t.get(key, 'cluster_cpu_ms_per_run'):.1f} ms cluster CPU/run; {conflicts(key)}")
+    t.row("11", f"Galera: uncontended `clock run -- true` from {t.get(three, 'loops')} loops on "
+          "distinct resources, round-robin on 3 nodes vs all on node 1 (every grant writes the "
+          "cluster's one tokens row)", capacity(three), "one node " + capacity(one),
+          t.get(three) / t.get(one), None, None)
+
+
 def render(results, title, notes):
     t = Table(results)
-    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed, serve, mariadb):
+    for part in (uncontended, contended, handover, scale, waiting, memory, borrowed, serve, mariadb,
+                 galera):
         part(t)
     out = [f"## {title}", ""]
     out += [f"- {note}" for note in notes]

@@ -6,13 +6,15 @@
 # of medians, ratios and the issue's targets, and stops everything it started.
 # Not part of `make check`.
 #
-#   tests/bench/run.sh                          everything (about 10 minutes)
+#   tests/bench/run.sh                          everything (about 13 minutes)
 #   BENCH_QUICK=1 tests/bench/run.sh            fewer repetitions, for a quick look
 #   BENCH_ONLY="latency handover" tests/bench/run.sh   some families only
 #
 # Families (one script each, run in this order): latency (1), memory (6),
 # contention (2), handover (3), waiting (5), scale (4), borrow (8), serve (9),
-# mariadb (10: MariaDB beside PostgreSQL, with a second build, below). Results go to
+# mariadb (10: MariaDB beside PostgreSQL), galera (11: one node of a three-node
+# Galera cluster vs all three; suite.sh starts the cluster for it alone, with
+# tests/helpers/with-galera.sh). Results go to
 # build-release/bench/: results.jsonl (every sample) and results.md (the table).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
