@@ -2,7 +2,7 @@
 # clock on a multi-writer Galera cluster (issue 31): real clock processes
 # bound to different nodes of the three-node cluster of
 # tests/helpers/with-galera.sh, every node taking writes at once.
-# 1. 6 loops, loop i bound to node i%3+1, each GALERA_SECTIONS runs
+# 1. 6 loops, loop i bound to node i%3+1, each CLOCK_TEST_GALERA_RUNS runs
 #    (default 50) of `clock run -w 60s` on one resource around
 #    clock_critical_section: the counter equals the number of runs, no two
 #    runs overlap, tokens strictly increase in grant order, every run exits
@@ -12,10 +12,11 @@
 #    overlap, tokens increase, each run exits 0 or 75 (busy), never 69/70.
 # 3. Hierarchy across nodes: `foo` through node 1 and `foo.bar` through
 #    node 2, started together (a fifo barrier) with `-n` around a job that
-#    holds 0.5 s, 50 trials: never both granted; the loser is refused (75).
+#    holds 0.5 s, CLOCK_TEST_GALERA_TRIALS trials (default 50): never both granted; the loser is refused (75).
 #    Certification sees write sets only: this holds only because both
 #    grants write a row they share.
 #
+# CLOCK_TEST_GALERA_SECTIONS: the sections to run, in order (default "1 2 3").
 # CLOCK_TEST_MARIADB_SQL_DIR: a sql/mariadb directory whose procedures
 # replace the installed ones after clock init (as sql_test_lib.sh), so a
 # deliberately broken copy can be shown to fail.
@@ -30,8 +31,8 @@ fi
 clock=${CLOCK_BINARY:?CLOCK_BINARY names the clock binary}
 critical=${CLOCK_CRITICAL_SECTION:?CLOCK_CRITICAL_SECTION names clock_critical_section}
 node_ctl=${CLOCK_TEST_GALERA_NODE:?CLOCK_TEST_GALERA_NODE names galera-node.sh}
-sections=${GALERA_SECTIONS:-50}
-trials=${GALERA_TRIALS:-50}
+runs=${CLOCK_TEST_GALERA_RUNS:-50}
+trials=${CLOCK_TEST_GALERA_TRIALS:-50}
 db=galera_$$
 work=$(mktemp -d /tmp/clock-galera-test.XXXXXX)
 : >"$work/clock.toml"
@@ -95,63 +96,67 @@ if [[ -n ${CLOCK_TEST_MARIADB_SQL_DIR:-} ]]; then
 fi
 
 # ---------------------------------------------------------------- 1. one resource, three writers
-started=$SECONDS
-before=$(conflicts)
-pids=()
-for i in 0 1 2 3 4 5; do
-  loop $((i % 3 + 1)) "$sections" one -r galera.one -w 60s -- \
-    "$critical" "$work/one.counter" "$work/one.log" &
-  pids+=($!)
-done
-wait "${pids[@]}"
-rose=$(($(conflicts) - before))
-total=$((6 * sections))
-echo "     section 1: $total runs in $((SECONDS - started)) s, exits $(tally "$work/one.codes")," \
-  "$rose certification failures and brute-force aborts"
-check "every run exits 0 ($(errors "$work/one.err"))" same "$(codes_other_than 0 "$work/one.codes")" 0
-check "the counter counts every run" same "$(cat "$work/one.counter")" "$total"
-check "every run logged its section" same "$(wc -l <"$work/one.log")" "$total"
-check "no two sections overlap" same "$(overlaps "$work/one.log")" 0
-check "tokens strictly increase in grant order" same "$(token_drops "$work/one.log")" 0
-check "the nodes' certification conflicts rose (got $rose)" test "$rose" -gt 0
+section_1() {
+  local started=$SECONDS before rose total i
+  local -a pids=()
+  before=$(conflicts)
+  for i in 0 1 2 3 4 5; do
+    loop $((i % 3 + 1)) "$runs" one -r galera.one -w 60s -- \
+      "$critical" "$work/one.counter" "$work/one.log" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  rose=$(($(conflicts) - before))
+  total=$((6 * runs))
+  echo "     section 1: $total runs in $((SECONDS - started)) s, exits $(tally "$work/one.codes")," \
+    "$rose certification failures and brute-force aborts"
+  check "every run exits 0 ($(errors "$work/one.err"))" same "$(codes_other_than 0 "$work/one.codes")" 0
+  check "the counter counts every run" same "$(cat "$work/one.counter")" "$total"
+  check "every run logged its section" same "$(wc -l <"$work/one.log")" "$total"
+  check "no two sections overlap" same "$(overlaps "$work/one.log")" 0
+  check "tokens strictly increase in grant order" same "$(token_drops "$work/one.log")" 0
+  check "the nodes' certification conflicts rose (got $rose)" test "$rose" -gt 0
+}
 
 # ---------------------------------------------------------------- 2. no autocommit retry
-started=$SECONDS
-declare -A retry_was
-for node in 1 2 3; do
-  retry_was[$node]=$(on_node "$node" "SELECT @@GLOBAL.wsrep_retry_autocommit")
-  check "wsrep_retry_autocommit = 0 on node $node" on_node "$node" "SET GLOBAL wsrep_retry_autocommit = 0"
-done
-before=$(conflicts)
-pids=()
-for i in 0 1 2 3 4 5; do
-  loop $((i % 3 + 1)) "$sections" noretry -r galera.noretry -n -- \
-    "$critical" "$work/noretry.counter" "$work/noretry.log" &
-  pids+=($!)
-done
-wait "${pids[@]}"
-rose=$(($(conflicts) - before))
-for node in 1 2 3; do
-  on_node "$node" "SET GLOBAL wsrep_retry_autocommit = ${retry_was[$node]}"
-done
-granted=$(grep -cx 0 "$work/noretry.codes")
-echo "     section 2: $((6 * sections)) runs in $((SECONDS - started)) s, exits $(tally "$work/noretry.codes")," \
-  "$rose certification failures and brute-force aborts"
-check "every run exits 0 or 75 ($(errors "$work/noretry.err"))" \
-  same "$(codes_other_than '0|75' "$work/noretry.codes")" 0
-check "some runs were granted" test "$granted" -gt 0
-check "the counter counts the granted runs" same "$(cat "$work/noretry.counter" 2>/dev/null)" "$granted"
-check "every granted run logged its section" same "$(wc -l <"$work/noretry.log")" "$granted"
-check "no two sections overlap" same "$(overlaps "$work/noretry.log")" 0
-check "tokens strictly increase in grant order" same "$(token_drops "$work/noretry.log")" 0
+section_2() {
+  local started=$SECONDS before rose granted i node
+  local -a pids=()
+  local -A retry_was
+  for node in 1 2 3; do
+    retry_was[$node]=$(on_node "$node" "SELECT @@GLOBAL.wsrep_retry_autocommit")
+    check "wsrep_retry_autocommit = 0 on node $node" on_node "$node" "SET GLOBAL wsrep_retry_autocommit = 0"
+  done
+  before=$(conflicts)
+  for i in 0 1 2 3 4 5; do
+    loop $((i % 3 + 1)) "$runs" noretry -r galera.noretry -n -- \
+      "$critical" "$work/noretry.counter" "$work/noretry.log" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  rose=$(($(conflicts) - before))
+  for node in 1 2 3; do
+    on_node "$node" "SET GLOBAL wsrep_retry_autocommit = ${retry_was[$node]}"
+  done
+  granted=$(grep -cx 0 "$work/noretry.codes")
+  echo "     section 2: $((6 * runs)) runs in $((SECONDS - started)) s, exits $(tally "$work/noretry.codes")," \
+    "$rose certification failures and brute-force aborts"
+  check "every run exits 0 or 75 ($(errors "$work/noretry.err"))" \
+    same "$(codes_other_than '0|75' "$work/noretry.codes")" 0
+  check "some runs were granted" test "$granted" -gt 0
+  check "the counter counts the granted runs" same "$(cat "$work/noretry.counter" 2>/dev/null)" "$granted"
+  check "every granted run logged its section" same "$(wc -l <"$work/noretry.log")" "$granted"
+  check "no two sections overlap" same "$(overlaps "$work/noretry.log")" 0
+  check "tokens strictly increase in grant order" same "$(token_drops "$work/noretry.log")" 0
+}
 
 # ---------------------------------------------------------------- 3. an ancestor and a descendant on two nodes
 # The barrier: each contender says it is ready on one fifo and waits for a
 # line on another; both lines go out in one write once both are ready. This
 # shell holds both fifos open read-write, so no open ever blocks.
-started=$SECONDS
-mkfifo "$work/ready" "$work/go"
-exec 3<>"$work/ready" 4<>"$work/go"
+# contender NODE RESOURCE TRIAL: at the barrier, then `clock run -n` on
+# RESOURCE through NODE; its job appends "RESOURCE TOKEN" to trial.TRIAL and
+# holds the lock 0.5 s, longer than the loser's retries take to see it.
 contender() {
   local node=$1 resource=$2 trial=$3
   echo ready >&3
@@ -161,41 +166,47 @@ contender() {
   run_clock --database "$(url "$node")" run -n -r "$resource" -- \
     sh -c 'echo "$1 $CLOCK_TOKEN" >>"$2"; sleep 0.5' sh "$resource" "$work/trial.$trial"
 }
-before=$(conflicts)
-both=0 refused=0 neither=0 odd=0 unlogged=0
-for trial in $(seq "$trials"); do
-  contender 1 foo "$trial" 2>>"$work/tree.err" &
-  first=$!
-  contender 2 foo.bar "$trial" 2>>"$work/tree.err" &
-  second=$!
-  read -r _ <&3
-  read -r _ <&3
-  printf 'go\ngo\n' >&4
-  wait "$first"
-  a=$?
-  wait "$second"
-  b=$?
-  case "$a $b" in
-    "0 0") both=$((both + 1)) ;;
-    "0 75" | "75 0") refused=$((refused + 1)) ;;
-    "75 75") neither=$((neither + 1)) ;;
-    *) odd=$((odd + 1)) && echo "     trial $trial: foo exited $a, foo.bar $b" >&2 ;;
-  esac
-  ran=0
-  [[ -e $work/trial.$trial ]] && ran=$(wc -l <"$work/trial.$trial")
-  [[ $ran -eq $(((a == 0) + (b == 0))) ]] || unlogged=$((unlogged + 1))
-done
-exec 3>&- 4>&-
-rose=$(($(conflicts) - before))
-echo "     section 3: $trials trials in $((SECONDS - started)) s: both granted $both," \
-  "one granted and the other refused $refused, neither $neither, other exits $odd;" \
-  "$rose certification failures and brute-force aborts"
-check "foo and foo.bar are never both granted" same "$both" 0
-check "every run exits 0 or 75 ($(errors "$work/tree.err"))" same "$odd" 0
-check "each granted run ran its job once, each refused none" same "$unlogged" 0
-check "the loser was refused in most trials ($refused of $trials)" test $((refused * 10)) -ge $((trials * 9))
-check "the nodes' certification conflicts rose (got $rose)" test "$rose" -gt 0
+section_3() {
+  local started=$SECONDS before rose trial first second a b ran
+  local both=0 refused=0 neither=0 odd=0 unlogged=0
+  mkfifo "$work/ready" "$work/go"
+  exec 3<>"$work/ready" 4<>"$work/go"
+  before=$(conflicts)
+  for trial in $(seq "$trials"); do
+    contender 1 foo "$trial" 2>>"$work/tree.err" &
+    first=$!
+    contender 2 foo.bar "$trial" 2>>"$work/tree.err" &
+    second=$!
+    read -r _ <&3
+    read -r _ <&3
+    printf 'go\ngo\n' >&4
+    wait "$first"
+    a=$?
+    wait "$second"
+    b=$?
+    case "$a $b" in
+      "0 0") both=$((both + 1)) ;;
+      "0 75" | "75 0") refused=$((refused + 1)) ;;
+      "75 75") neither=$((neither + 1)) ;;
+      *) odd=$((odd + 1)) && echo "     trial $trial: foo exited $a, foo.bar $b" >&2 ;;
+    esac
+    ran=0
+    [[ -e $work/trial.$trial ]] && ran=$(wc -l <"$work/trial.$trial")
+    [[ $ran -eq $(((a == 0) + (b == 0))) ]] || unlogged=$((unlogged + 1))
+  done
+  exec 3>&- 4>&-
+  rose=$(($(conflicts) - before))
+  echo "     section 3: $trials trials in $((SECONDS - started)) s: both granted $both," \
+    "one granted and the other refused $refused, neither $neither, other exits $odd;" \
+    "$rose certification failures and brute-force aborts"
+  check "foo and foo.bar are never both granted" same "$both" 0
+  check "every run exits 0 or 75 ($(errors "$work/tree.err"))" same "$odd" 0
+  check "each granted run ran its job once, each refused none" same "$unlogged" 0
+  check "the loser was refused in most trials ($refused of $trials)" test $((refused * 10)) -ge $((trials * 9))
+  check "the nodes' certification conflicts rose (got $rose)" test "$rose" -gt 0
+}
 
+for section in ${CLOCK_TEST_GALERA_SECTIONS:-1 2 3}; do "section_$section"; done
 on_node 1 "DROP DATABASE $db"
 echo "$checks checks, $failures failed"
 if [[ $failures -gt 0 ]]; then
