@@ -12,7 +12,8 @@
 #    overlap, tokens increase, each run exits 0 or 75 (busy), never 69/70.
 # 3. Hierarchy across nodes: `foo` through node 1 and `foo.bar` through
 #    node 2, started together (a fifo barrier) with `-n` around a job that
-#    holds 0.5 s, CLOCK_TEST_GALERA_TRIALS trials (default 50): never both granted; the loser is refused (75).
+#    holds the lock until the other has exited, CLOCK_TEST_GALERA_TRIALS
+#    trials (default 50): never both granted; the loser is refused (75).
 #    Certification sees write sets only: this holds only because both
 #    grants write a row they share.
 #
@@ -155,19 +156,24 @@ section_2() {
 # line on another; both lines go out in one write once both are ready. This
 # shell holds both fifos open read-write, so no open ever blocks.
 # contender NODE RESOURCE TRIAL: at the barrier, then `clock run -n` on
-# RESOURCE through NODE; its job appends "RESOURCE TOKEN" to trial.TRIAL and
-# holds the lock 0.5 s, longer than the loser's retries take to see it.
+# RESOURCE through NODE. Its job appends "RESOURCE TOKEN" to trial.TRIAL and
+# holds the lock until trial.TRIAL.release appears (made once the other
+# contender has exited, so a refusal is never a turn taken after a release),
+# or for 10 s, so two grants at once end too, both 0.
 contender() {
   local node=$1 resource=$2 trial=$3
   echo ready >&3
   read -r _ <&4
   exec 3>&- 4>&-
   # shellcheck disable=SC2016  # expanded by the job's shell
-  run_clock --database "$(url "$node")" run -n -r "$resource" -- \
-    sh -c 'echo "$1 $CLOCK_TOKEN" >>"$2"; sleep 0.5' sh "$resource" "$work/trial.$trial"
+  run_clock --database "$(url "$node")" run -n -r "$resource" -- sh -c '
+    echo "$1 $CLOCK_TOKEN" >>"$2"
+    i=0
+    while [ ! -e "$2.release" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done' \
+    sh "$resource" "$work/trial.$trial"
 }
 section_3() {
-  local started=$SECONDS before rose trial first second a b ran
+  local started=$SECONDS before rose trial first second done_pid a b ran
   local both=0 refused=0 neither=0 odd=0 unlogged=0
   mkfifo "$work/ready" "$work/go"
   exec 3<>"$work/ready" 4<>"$work/go"
@@ -180,10 +186,17 @@ section_3() {
     read -r _ <&3
     read -r _ <&3
     printf 'go\ngo\n' >&4
-    wait "$first"
+    wait -n -p done_pid "$first" "$second"
     a=$?
-    wait "$second"
-    b=$?
+    : >"$work/trial.$trial.release"
+    if [[ $done_pid == "$first" ]]; then
+      wait "$second"
+      b=$?
+    else
+      b=$a
+      wait "$first"
+      a=$?
+    fi
     case "$a $b" in
       "0 0") both=$((both + 1)) ;;
       "0 75" | "75 0") refused=$((refused + 1)) ;;
