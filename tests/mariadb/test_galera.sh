@@ -69,6 +69,12 @@ conflicts() {
   done
   echo "$sum"
 }
+# Milliseconds the cluster has spent paused by flow control (a pause stops
+# every node, so node 1's count is the cluster's): printed with each
+# section, as a stalled cluster shows there first.
+paused_ms() {
+  on_node 1 "SHOW GLOBAL STATUS LIKE 'wsrep_flow_control_paused_ns'" | awk '{ print int($2 / 1000000) }'
+}
 # loop NODE COUNT NAME ARG…: COUNT runs of `clock run ARG…` through NODE,
 # one after another; each exit status is appended to NAME.codes.
 loop() {
@@ -98,9 +104,10 @@ fi
 
 # ---------------------------------------------------------------- 1. one resource, three writers
 section_1() {
-  local started=$SECONDS before rose total i
+  local started=$SECONDS before rose paused total i
   local -a pids=()
   before=$(conflicts)
+  paused=$(paused_ms)
   for i in 0 1 2 3 4 5; do
     loop $((i % 3 + 1)) "$runs" one -r galera.one -w 60s -- \
       "$critical" "$work/one.counter" "$work/one.log" &
@@ -108,9 +115,10 @@ section_1() {
   done
   wait "${pids[@]}"
   rose=$(($(conflicts) - before))
+  paused=$(($(paused_ms) - paused))
   total=$((6 * runs))
   echo "     section 1: $total runs in $((SECONDS - started)) s, exits $(tally "$work/one.codes")," \
-    "$rose certification failures and brute-force aborts"
+    "$rose certification failures and brute-force aborts, paused by flow control $paused ms"
   check "every run exits 0 ($(errors "$work/one.err"))" same "$(codes_other_than 0 "$work/one.codes")" 0
   check "the counter counts every run" same "$(cat "$work/one.counter")" "$total"
   check "every run logged its section" same "$(wc -l <"$work/one.log")" "$total"
@@ -121,7 +129,7 @@ section_1() {
 
 # ---------------------------------------------------------------- 2. no autocommit retry
 section_2() {
-  local started=$SECONDS before rose granted i node
+  local started=$SECONDS before rose paused granted i node
   local -a pids=()
   local -A retry_was
   for node in 1 2 3; do
@@ -129,6 +137,7 @@ section_2() {
     check "wsrep_retry_autocommit = 0 on node $node" on_node "$node" "SET GLOBAL wsrep_retry_autocommit = 0"
   done
   before=$(conflicts)
+  paused=$(paused_ms)
   for i in 0 1 2 3 4 5; do
     loop $((i % 3 + 1)) "$runs" noretry -r galera.noretry -n -- \
       "$critical" "$work/noretry.counter" "$work/noretry.log" &
@@ -136,12 +145,13 @@ section_2() {
   done
   wait "${pids[@]}"
   rose=$(($(conflicts) - before))
+  paused=$(($(paused_ms) - paused))
   for node in 1 2 3; do
     on_node "$node" "SET GLOBAL wsrep_retry_autocommit = ${retry_was[$node]}"
   done
   granted=$(grep -cx 0 "$work/noretry.codes")
   echo "     section 2: $((6 * runs)) runs in $((SECONDS - started)) s, exits $(tally "$work/noretry.codes")," \
-    "$rose certification failures and brute-force aborts"
+    "$rose certification failures and brute-force aborts, paused by flow control $paused ms"
   check "every run exits 0 or 75 ($(errors "$work/noretry.err"))" \
     same "$(codes_other_than '0|75' "$work/noretry.codes")" 0
   check "some runs were granted" test "$granted" -gt 0
