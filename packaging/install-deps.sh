@@ -31,8 +31,8 @@ LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplu
 # pgbouncer per test run (tests/helpers/with-postgres.sh), the sqlite3 shell,
 # a throwaway MariaDB 10.11 per MariaDB test entry (tests/helpers/with-mariadb.sh)
 # with its client for the tests' SQL, and galera-4 for the multi-writer tests
-# of issue 31 (tests/helpers/with-galera.sh; rsync for its state transfers, not yet used by a
-# ctest entry); tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
+# of issue 31 (tests/helpers/with-galera.sh, ctest mariadb-galera; rsync for its state
+# transfers); tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
 # mount (a file system SQLite refuses) in the SQLite fault tests;
 # python3-jsonschema validates the JSON output against
 # packaging/schema/*.schema.json (run with /usr/bin/python3, not a pyenv one),

@@ -63,10 +63,14 @@ galera_write_config() {
   for other in 1 2 3; do
     members+="${members:+,}127.0.0.1:$(galera_gcomm_port "$other")"
   done
-  mkdir -p "$node_dir/data"
+  # tmpdir: temp files of its own, as with-mariadb.sh (on-disk temporary
+  # tables in /tmp were removed under a node mid-query: "Error on delete of
+  # '/tmp/#sql-temptable-…'", error 6, an exit 70 of mariadb-galera).
+  mkdir -p "$node_dir/data" "$node_dir/tmp"
   cat >"$node_dir/my.cnf" <<CNF
 [mariadbd]
 datadir=$node_dir/data
+tmpdir=$node_dir/tmp
 socket=$node_dir/mariadbd.sock
 pid-file=$node_dir/mariadbd.pid
 log-error=$node_dir/mariadbd.log
