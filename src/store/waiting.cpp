@@ -44,6 +44,15 @@ std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
 
 namespace {
 
+// A store's own "(gave up after trying for …)" (one call's patience) gives
+// way to the whole wait's, so a message says it once.
+std::string without_give_up_note(std::string message) {
+  auto at = message.rfind(" (gave up after trying for ");
+  if (at != std::string::npos && message.ends_with(')'))
+    message.erase(at);
+  return message;
+}
+
 // The record of a run that gave up waiting. Failing to write it changes
 // nothing for the caller, who was not acquired either way (75): a warning.
 void record_timed_out(Store& store, const LockRequest& request, const Attempt& attempt) {
@@ -101,7 +110,8 @@ std::optional<Attempt> attempt_through_trouble(Store& store, const LockRequest& 
       trouble_since = {};
       warned = false;
       auto tried = duration_cast<milliseconds>(now - start);
-      throw Error(ExitCode::unavailable, std::string(error.what()) + " (gave up after trying for " +
+      throw Error(ExitCode::unavailable, without_give_up_note(error.what()) +
+                                             " (gave up after trying for " +
                                              util::format_duration(tried) + ")");
     }
     auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
