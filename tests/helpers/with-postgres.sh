@@ -144,9 +144,11 @@ trap 'exit 129' HUP
 dir=$(mktemp -d /tmp/clock-pg.XXXXXX) || die "cannot create a temp dir in /tmp"
 [[ $run_as == "$(id -un)" ]] || chown "$run_as:" "$dir" || die "cannot give $dir to $run_as"
 
-pg_port=$(shuf -i 20000-60000 -n 1)
-bouncer_port=$(shuf -i 20000-60000 -n 1)
-while [[ $bouncer_port == "$pg_port" ]]; do bouncer_port=$(shuf -i 20000-60000 -n 1); done
+# Below the kernel's ephemeral range (32768 and up by default), where the
+# tests' own outgoing connections hold ports.
+pg_port=$(shuf -i 10000-32700 -n 1)
+bouncer_port=$(shuf -i 10000-32700 -n 1)
+while [[ $bouncer_port == "$pg_port" ]]; do bouncer_port=$(shuf -i 10000-32700 -n 1); done
 
 if ! as_pg "$pg_bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C \
   >"$dir/initdb.log" 2>&1; then
@@ -199,8 +201,8 @@ export CLOCK_TEST_PG_RUN_AS=$run_as
 # falls into (pg-ctl.sh promote clears it). initdb's pg_hba.conf already lets
 # local connections replicate.
 start_standby() {
-  standby_port=$(shuf -i 20000-60000 -n 1)
-  while [[ $standby_port == "$pg_port" ]]; do standby_port=$(shuf -i 20000-60000 -n 1); done
+  standby_port=$(shuf -i 10000-32700 -n 1)
+  while [[ $standby_port == "$pg_port" ]]; do standby_port=$(shuf -i 10000-32700 -n 1); done
   if ! as_pg "$pg_bin/pg_basebackup" -D "$dir/standby" -R -X stream -c fast --no-sync \
     -d "host=$dir port=$pg_port user=postgres application_name=clock_standby" \
     >"$dir/basebackup.log" 2>&1; then
