@@ -298,7 +298,12 @@ bool process_alive(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   if (!stat)
     return false;
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    text.assign(std::istreambuf_iterator<char>(stat), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    return false;  // it exited between the open and the read (ESRCH)
+  }
   auto paren = text.rfind(')');
   if (paren == std::string::npos || paren + 2 >= text.size())
     return false;

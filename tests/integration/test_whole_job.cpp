@@ -29,7 +29,13 @@ std::string escapes(const std::string& prelude = "") {
          body("double-fork") + " &) </dev/null >/dev/null 2>&1\n" + "nohup sh -c " + body("nohup") +
          " </dev/null >/dev/null 2>&1 &\n" +
          "while [ ! -s \"$T_DIR/setsid\" ] || [ ! -s \"$T_DIR/double-fork\" ] || "
-         "[ ! -s \"$T_DIR/nohup\" ]; do sleep 0.01; done\n";
+         "[ ! -s \"$T_DIR/nohup\" ]; do sleep 0.01; done\n" +
+         // Each has become its sleep: its mv is gone, so the command leaves
+         // exactly these three.
+         "for n in setsid double-fork nohup; do\n"
+         "  while [ \"$(cat \"/proc/$(cat \"$T_DIR/$n\")/comm\" 2>/dev/null)\" != sleep ]; do "
+         "sleep 0.01; done\n"
+         "done\n";
 }
 
 const std::vector<std::string> k_escaped = {"setsid", "double-fork", "nohup"};
