@@ -574,7 +574,10 @@ TEST_SUITE("mariadb connection") {
     held.clear();
     admin.execute("drop user", "DROP USER '" + user + "'@'localhost'");
     CHECK(refused_with == 1040);
-    CHECK(caller_attempts >= 3);  // refused, back again, let in
+    // Refused, then back: the freer lets a connection go only once the
+    // caller's second attempt has been counted, which may then get in (the
+    // server counts an attempt before it checks the limit).
+    CHECK(caller_attempts >= 2);
     CHECK(error == "");
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].at(0) == "1");
