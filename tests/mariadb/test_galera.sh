@@ -24,39 +24,17 @@
 # Exits 77 (skipped) without a cluster; in CI that is a failure.
 set -uo pipefail
 
-if [[ -z ${CLOCK_TEST_GALERA_PORT_1:-} ]]; then
-  [[ ${CI:-} == true ]] && { echo "CLOCK_TEST_GALERA_PORT_1 not set (run under with-galera.sh)" >&2; exit 1; }
-  echo "skipped: no Galera cluster (run under tests/helpers/with-galera.sh)" >&2
-  exit 77
-fi
-clock=${CLOCK_BINARY:?CLOCK_BINARY names the clock binary}
+db=galera_$$
+# shellcheck source=tests/mariadb/galera_test_lib.sh
+source "$(dirname "$0")/galera_test_lib.sh"
 critical=${CLOCK_CRITICAL_SECTION:?CLOCK_CRITICAL_SECTION names clock_critical_section}
-node_ctl=${CLOCK_TEST_GALERA_NODE:?CLOCK_TEST_GALERA_NODE names galera-node.sh}
 runs=${CLOCK_TEST_GALERA_RUNS:-50}
 trials=${CLOCK_TEST_GALERA_TRIALS:-50}
-db=galera_$$
-work=$(mktemp -d /tmp/clock-galera-test.XXXXXX)
-: >"$work/clock.toml"
-failures=0
-checks=0
-
-check() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what" >&2; failures=$((failures + 1)); fi
-}
-same() { [[ $1 == "$2" ]] || { echo "     got '$1', want '$2'" >&2; return 1; }; }
-on_node() { "$node_ctl" sql "$1" "$2"; }
 # A procedure file is sent whole (one multi-statement query), as clock does.
 apply_on_node_1() {
   mariadb --protocol=socket -S "$CLOCK_TEST_GALERA_SOCKET_1" -uroot --delimiter='#@!' "$db" <"$1"
 }
-url() {
-  local port=CLOCK_TEST_GALERA_PORT_$1
-  echo "mariadb://root@127.0.0.1:${!port}/$db"
-}
-run_clock() { HOME="$work" XDG_CONFIG_HOME="$work" CLOCK_CONFIG="$work/clock.toml" "$clock" "$@"; }
+url() { echo "mariadb://root@127.0.0.1:$(port "$1")/$db"; }
 # Certification failures plus brute-force aborts, summed over the nodes:
 # each is one transaction that lost a conflict with another node's.
 conflicts() {
@@ -230,10 +208,4 @@ section_3() {
 }
 
 for section in ${CLOCK_TEST_GALERA_SECTIONS:-1 2 3}; do "section_$section"; done
-on_node 1 "DROP DATABASE $db"
-echo "$checks checks, $failures failed"
-if [[ $failures -gt 0 ]]; then
-  echo "kept $work" >&2
-  exit 1
-fi
-rm -rf "$work"
+finish

@@ -15,27 +15,9 @@
 # Exits 77 (skipped) without a cluster; in CI that is a failure.
 set -uo pipefail
 
-if [[ -z ${CLOCK_TEST_GALERA_DIR:-} ]]; then
-  [[ ${CI:-} == true ]] && { echo "CLOCK_TEST_GALERA_DIR not set (run under with-galera.sh)" >&2; exit 1; }
-  echo "skipped: no Galera cluster (run under tests/helpers/with-galera.sh)" >&2
-  exit 77
-fi
-clock=${CLOCK_BINARY:?CLOCK_BINARY names the clock binary}
-node_ctl=${CLOCK_TEST_GALERA_NODE:?}
 db=node_loss_$$
-work=$(mktemp -d /tmp/clock-galera-node-loss.XXXXXX)
-failures=0
-checks=0
-
-check() {
-  local what=$1
-  shift
-  checks=$((checks + 1))
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what" >&2; failures=$((failures + 1)); fi
-}
-same() { [[ $1 == "$2" ]] || { echo "     got '$1', want '$2'" >&2; return 1; }; }
-port() { local var=CLOCK_TEST_GALERA_PORT_$1; echo "${!var}"; }
-sql() { "$node_ctl" sql "$1" "$2"; }
+# shellcheck source=tests/mariadb/galera_test_lib.sh
+source "$(dirname "$0")/galera_test_lib.sh"
 # url N: every node, node N first (a host on node N fails over to the others).
 url() {
   local first=$1 hosts="" n
@@ -45,9 +27,6 @@ url() {
   echo "mariadb://root@$hosts/$db"
 }
 only() { echo "mariadb://root@127.0.0.1:$(port "$1")/$db"; }
-: >"$work/clock.toml"
-run_clock() { HOME="$work" CLOCK_CONFIG="${CONFIG:-$work/clock.toml}" "$clock" "$@"; }
-now_ns() { date +%s%N; }
 # await_held URL RESOURCE: waits (up to 30 s) until RESOURCE has a holder.
 await_held() {
   for _ in $(seq 300); do
@@ -70,7 +49,7 @@ def strip(v):
 print(json.dumps(strip(json.load(sys.stdin)), sort_keys=True))'
 }
 
-sql 1 "CREATE DATABASE $db"
+on_node 1 "CREATE DATABASE $db"
 check "clock init on node 1" run_clock --database "$(url 1)" init
 
 # ------------------------------------------------- 1. a node killed under a holder
@@ -113,7 +92,7 @@ for n in 1 2 3; do steady_status "$n" >"$work/status.$n"; done
 check "status shows the lease held through the loss" grep -q '"resource": "kept.res"' "$work/status.1"
 check "status is the same on node 1 as on node 2" same "$(cat "$work/status.1")" "$(cat "$work/status.2")"
 check "and on node 3" same "$(cat "$work/status.3")" "$(cat "$work/status.2")"
-history_of() { sql "$1" "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(token), 0) FROM $db.history"; }
+history_of() { on_node "$1" "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(token), 0) FROM $db.history"; }
 check "the history is the same on the three nodes" \
   same "$(history_of 1) $(history_of 3)" "$(history_of 2) $(history_of 2)"
 touch "$work/release-kept"
@@ -157,10 +136,4 @@ started_us=$(($(cat "$work/late.start" 2>/dev/null || echo 0) / 1000))
 check "no earlier than the holder's expiry + 100 ms by node 1's clock (started $(((started_us - expires_us) / 1000)) ms after the expiry)" \
   test "$started_us" -ge $((expires_us + 100000))
 
-sql 1 "DROP DATABASE $db"
-echo "$checks checks, $failures failed"
-if [[ $failures -gt 0 ]]; then
-  echo "kept $work" >&2
-  exit 1
-fi
-rm -rf "$work"
+finish
