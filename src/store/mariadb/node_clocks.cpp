@@ -22,17 +22,22 @@ microseconds since_epoch(system_clock::time_point at) {
   return duration_cast<microseconds>(at.time_since_epoch());
 }
 
-std::optional<NodeClock> read_one(const ConnectOptions& options, const MariadbHost& host) {
-  ConnectOptions one = options;
-  one.url.hosts = {host};
-  one.connect_timeout = std::chrono::seconds(1);
-  one.read_timeout = std::chrono::seconds(2);
-  one.write_timeout = std::chrono::seconds(2);
+// clock_now_us()'s expression: the app roles may not execute that function.
+constexpr const char* k_now_sql =
+    "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6))";
+
+// "3.012 s": the skew to the millisecond, whatever its sign.
+std::string seconds_text(microseconds value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(std::abs(value.count())) / 1e6);
+  return text;
+}
+
+}  // namespace
+
+std::optional<NodeClock> read_node_clock(Connection& connection) {
   try {
-    Connection connection(one);
-    Statement statement =
-        connection.prepare("read the node's clock",
-                           "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6))");
+    Statement statement = connection.prepare("read the node's clock", k_now_sql);
     std::optional<NodeClock> best;
     for (int i = 0; i < k_samples; ++i) {
       auto sent = system_clock::now();
@@ -44,7 +49,7 @@ std::optional<NodeClock> read_one(const ConnectOptions& options, const MariadbHo
       microseconds half_trip = duration_cast<microseconds>(received - sent) / 2;
       microseconds middle = since_epoch(sent) + half_trip;
       if (!best || half_trip < best->uncertainty)
-        best = NodeClock{host, node - middle, half_trip};
+        best = NodeClock{connection.host(), node - middle, half_trip};
     }
     return best;
   } catch (const std::exception&) {
@@ -52,20 +57,17 @@ std::optional<NodeClock> read_one(const ConnectOptions& options, const MariadbHo
   }
 }
 
-// "3.012 s": the skew to the millisecond, whatever its sign.
-std::string seconds_text(microseconds value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f s", static_cast<double>(std::abs(value.count())) / 1e6);
-  return text;
-}
-
-}  // namespace
-
 std::vector<NodeClock> read_node_clocks(const ConnectOptions& options,
                                         const std::vector<MariadbHost>& hosts) {
   std::vector<NodeClock> clocks;
   for (const MariadbHost& host : hosts) {
-    if (auto clock = read_one(options, host))
+    ConnectOptions one = options;
+    one.url.hosts = {host};
+    one.connect_timeout = std::chrono::seconds(1);
+    one.read_timeout = std::chrono::seconds(2);
+    one.write_timeout = std::chrono::seconds(2);
+    Connection connection(one);
+    if (auto clock = read_node_clock(connection))
       clocks.push_back(*clock);
   }
   return clocks;

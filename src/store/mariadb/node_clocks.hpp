@@ -24,6 +24,10 @@ struct NodeClock {
   std::chrono::microseconds uncertainty;  // half the round trip it was read in
 };
 
+// The clock of the node `connection` reaches; nullopt when it cannot be
+// read.
+std::optional<NodeClock> read_node_clock(Connection& connection);
+
 // Each host's clock, read on a connection of its own (given a second to
 // connect); a host that cannot be reached is left out.
 std::vector<NodeClock> read_node_clocks(const ConnectOptions& options,

@@ -416,8 +416,9 @@ class MariadbStore : public Store {
     m_checked = true;
   }
 
-  // A Galera node: its clock against the other nodes' of the URL, read on
-  // connections of their own (node_clocks.hpp), which gives the margin that
+  // A Galera node: its clock, read on the store's connection, against the
+  // other nodes' of the URL, read on connections of their own
+  // (node_clocks.hpp), which gives the margin that
   // grants and gc add to an expiry. Skew above k_skew_warning is logged.
   void judge_node_clocks() {
     const MariadbHost used = m_connection.host();
@@ -426,8 +427,7 @@ class MariadbStore : public Store {
       if (host.label() != used.label())
         others.push_back(host);
     }
-    auto ours = db::read_node_clocks(m_options, {used});
-    m_skew = db::judge_skew(ours.empty() ? std::nullopt : std::optional(ours.front()),
+    m_skew = db::judge_skew(db::read_node_clock(m_connection),
                             db::read_node_clocks(m_options, others), m_galera_max_skew);
     m_margin = ceil<milliseconds>(m_skew->expiry_margin);
     if (m_skew->warning && m_skew->furthest && !m_skew->refusal)
