@@ -18,6 +18,7 @@ shell, so every tool pays the same fork and exec and nothing more.
 Standard library only.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -60,6 +61,18 @@ def emit(results, key, **fields):
     shown = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in fields.items()
              if k != "samples"}
     print(f"  {key}: {shown}", file=sys.stderr, flush=True)
+
+
+def stamped_spans(directory):
+    """The sections a contended round's jobs stamped (tests/bench/stamp.c):
+    TOKEN.start and TOKEN.end in DIRECTORY, as (start_ns, end_ns, token),
+    in start order (grant order)."""
+    spans = []
+    for path in glob.glob(os.path.join(directory, "*.start")):
+        token = int(os.path.basename(path).split(".")[0])
+        with open(path, encoding="ascii") as s, open(path[:-6] + ".end", encoding="ascii") as e:
+            spans.append((int(s.read()), int(e.read()), token))
+    return sorted(spans)
 
 
 def run_checked(argv, what):

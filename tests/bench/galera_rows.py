@@ -37,7 +37,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import emit, summary  # noqa: E402  (tests/bench/bench.py, beside this file)
+from bench import emit, stamped_spans, summary  # noqa: E402  (tests/bench/bench.py, beside this file)
 from mariadb_rows import tree_cpu_ms  # noqa: E402
 
 # A run of `clock run -- true` this slow is recorded with its last stderr lines.
@@ -105,12 +105,7 @@ def cmd_contend(args):
     wall = (time.perf_counter_ns() - start) / 1e9
     counters = deltas(before, wsrep_counters(args.socket))
     exits = collections.Counter(line for out in outs for line in out.split())
-    spans = []
-    for path in glob.glob(os.path.join(args.dir, "*.start")):
-        token = int(os.path.basename(path).split(".")[0])
-        with open(path, encoding="ascii") as s, open(path[:-6] + ".end", encoding="ascii") as e:
-            spans.append((int(s.read()), int(e.read()), token))
-    spans.sort()
+    spans = stamped_spans(args.dir)
     # Grant order is start order; a section that starts before every
     # earlier one has ended overlaps (the latest end so far, not only the
     # previous section's, so one long section cannot hide two overlaps).

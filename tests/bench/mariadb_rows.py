@@ -26,7 +26,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import emit, summary  # noqa: E402  (tests/bench/bench.py, beside this file)
+from bench import emit, stamped_spans, summary  # noqa: E402  (tests/bench/bench.py, beside this file)
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
@@ -74,12 +74,7 @@ def cmd_ordered(args):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for _ in range(args.procs)]
     codes = [p.wait() for p in procs]
-    spans = []
-    for path in glob.glob(os.path.join(args.dir, "*.start")):
-        token = int(os.path.basename(path).split(".")[0])
-        with open(path, encoding="ascii") as s, open(path[:-6] + ".end", encoding="ascii") as e:
-            spans.append((int(s.read()), int(e.read()), token))
-    spans.sort()
+    spans = stamped_spans(args.dir)
     overlaps = sum(1 for a, b in zip(spans, spans[1:]) if b[0] < a[1])
     falling = sum(1 for a, b in zip(spans, spans[1:]) if b[2] <= a[2])
     emit(args.results, args.key, unit="", median=len(spans), jobs=len(spans),
