@@ -66,7 +66,7 @@ std::chrono::milliseconds duration_flag(const std::string& flag, const std::stri
   if (auto parsed = util::parse_duration(value))
     return *parsed;
   throw Error(ExitCode::usage, "invalid duration '" + value + "' for " + flag +
-                                   ": use 250ms, 90s, 5m, 2h, 1d or plain seconds");
+                                   ": use 250ms, 90s, 5m, 2h, 1d, 1h30m or plain seconds");
 }
 
 std::chrono::milliseconds lease_ttl(const Context& context,

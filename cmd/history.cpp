@@ -22,11 +22,13 @@ Action register_history(CLI::App& app) {
     kinds.emplace_back(store::to_string(kind));
   command
       ->add_option("--event", options->event,
-                   "Only events of this kind: acquired, released, expired, forced, lost, or a run "
-                   "that did not happen: skipped, timed_out, killed")
+                   "Only events of this kind: acquired, released, expired, forced, lost, a run "
+                   "that did not happen: skipped, timed_out, killed, or a renew, release or "
+                   "re-entry refused for want of the owner's secret: refused")
       ->check(CLI::IsMember(kinds));
   command->footer(
-      "JSON Schema of --format json: /usr/share/doc/clock/schema/history.schema.json\n"
+      "JSON Schema of --format json: /usr/share/doc/clock/schema/history.schema.json (package), "
+      "packaging/schema/history.schema.json (source tree)\n"
       "Examples:\n  clock history bootstrap --limit 20\n"
       "  clock history --event skipped   # cron runs refused because the job was busy");
   return [options](Context& context) {

@@ -40,10 +40,11 @@ void add_global_flags(CLI::App& app, cmd::Context& context) {
                  "user cannot read is an error (78) unless --database or "
                  "$CLOCK_DATABASE_URL names the database");
   app.add_option("--database", context.flags.database_url,
-                 "sqlite:/path/file.db, postgresql://…, 'host=… dbname=…' or "
+                 "sqlite:/path/file.db, postgresql://… (postgres://…), 'host=… dbname=…' or "
                  "mariadb://… (mysql://…; mariadb://user@node1,node2,node3/db for the "
                  "nodes of a Galera cluster) "
-                 "(default: $CLOCK_DATABASE_URL, else ~/.local/state/clock/clock.db); "
+                 "(default: $CLOCK_DATABASE_URL, else the config file's database, else "
+                 "~/.local/state/clock/clock.db); "
                  "keep passwords in ~/.pgpass, ~/.my.cnf or $CLOCK_DATABASE_URL, not here "
                  "(ps shows them until clock has parsed its flags)");
   app.add_option("--namespace", context.flags.ns,

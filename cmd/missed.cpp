@@ -90,7 +90,8 @@ Action register_missed(CLI::App& app) {
       "missed, and the current one makes the resource OVERDUE.\n"
       "Exit status (as a Nagios/Icinga check): 0 nothing missed, 1 periods were missed since\n"
       "--since but none is overdue now, 2 a resource is overdue; 64-79 as for every command.\n"
-      "JSON Schema of --format json: /usr/share/doc/clock/schema/missed.schema.json\n"
+      "JSON Schema of --format json: /usr/share/doc/clock/schema/missed.schema.json (package), "
+      "packaging/schema/missed.schema.json (source tree)\n"
       "Examples:\n"
       "  clock missed --since 7d\n"
       "  clock missed backup --format nagios     (an NRPE or Icinga command)");

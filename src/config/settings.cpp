@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "config/file_trust.hpp"
+#include "config/user_config_file.hpp"
 #include "error.hpp"
 #include "lock/owner.hpp"
 #include "lock/resource.hpp"
@@ -255,7 +256,7 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
        {"database", "namespace", "log_level", "log_format", "lock.ttl", "lock.heartbeat",
         "lock.kill_after", "lock.leftovers", "postgres.schema", "postgres.connect_timeout",
         "postgres.watch_lease", "mariadb.galera_max_skew", "gc.history_retention", "gc.batch_size",
-        "sqlite.allow_network_filesystem"}) {
+        "sqlite.allow_network_filesystem", "ping.on_skip", "ping.urls"}) {
     if (reader.has(key))
       settings.origins[key] = "config file " + file.string() + " (key " + key + ")";
   }
@@ -360,6 +361,11 @@ std::string default_database_url(const Environment& env) {
   return "sqlite:" + state + "/clock/clock.db";
 }
 
+fs::path user_config_file(const Environment& env) {
+  auto config_home = xdg_folder(env, "XDG_CONFIG_HOME").value_or(home(env) + "/.config");
+  return fs::path(config_home) / "clock/clock.toml";
+}
+
 std::optional<fs::path> locate_config_file(const Flags& flags, const Environment& env) {
   auto explicit_file = flags.config_file ? flags.config_file : lookup(env, "CLOCK_CONFIG");
   if (explicit_file) {
@@ -370,9 +376,7 @@ std::optional<fs::path> locate_config_file(const Flags& flags, const Environment
     }
     return fs::path(*explicit_file);
   }
-  auto config_home = xdg_folder(env, "XDG_CONFIG_HOME").value_or(home(env) + "/.config");
-  for (fs::path candidate :
-       {fs::path(config_home) / "clock/clock.toml", fs::path("/etc/clock/clock.toml")}) {
+  for (fs::path candidate : {user_config_file(env), fs::path("/etc/clock/clock.toml")}) {
     // Not there (ENOENT, ENOTDIR) clears the error: the next is tried. A
     // folder this user may not search (EACCES) leaves it unknown whether the
     // file is there; it may be, and resolve() reads it or says why not.

@@ -2,6 +2,7 @@
 #include "config/shown_settings.hpp"
 
 #include "util/duration.hpp"
+#include "util/http_url.hpp"
 #include "util/password.hpp"
 
 namespace clk::config {
@@ -34,6 +35,12 @@ std::vector<ShownSetting> shown_settings(const Settings& settings) {
   add("gc.history_retention", duration_text(settings.history_retention, "keep all"));
   add("gc.batch_size", std::to_string(settings.gc_batch_size));
   add("sqlite.allow_network_filesystem", settings.allow_network_filesystem ? "true" : "false");
+  add("ping.on_skip", settings.ping_log_skips ? "log" : "none");
+  // A ping URL's path is its check's secret: shown as scheme and host only.
+  std::string urls;
+  for (const auto& [resource, url] : settings.ping_urls)
+    urls += (urls.empty() ? "" : ", ") + resource + " = " + util::masked_http_url(url);
+  add("ping.urls", settings.ping_urls.empty() ? "none" : urls);
   shown.push_back(
       {"config_file", settings.config_file.string(),
        settings.config_file.empty() ? "none found" : origin_of(settings, "config_file")});

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "error.hpp"
+#include "util/shown_text.hpp"
 
 namespace clk::lock {
 
@@ -20,17 +21,11 @@ bool is_segment_char(char c) {
                   " (use dotted segments of letters, digits, '_' and '-', like ldap.import)");
 }
 
-// Shows a rejected name safely, in quotes: printable ASCII only, at most 64
-// bytes.
+// Shows a rejected name as typed, in quotes, at most 64 bytes of it: printable
+// UTF-8 as is ('ümlaut'), anything else as \xNN.
 std::string printable(std::string_view text) {
-  std::string out = "'";
-  for (char c : text.substr(0, 64)) {
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  }
-  if (text.size() > 64)
-    out += "...";
-  out += '\'';
-  return out;
+  std::string_view shown = util::utf8_prefix(text, 64);
+  return "'" + util::escape_unprintable(shown) + (shown.size() < text.size() ? "..." : "") + "'";
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "util/shown_text.hpp"
+
 namespace clk::output {
 
 std::string prometheus_label_value(std::string_view text) {
@@ -18,20 +20,7 @@ std::string prometheus_label_value(std::string_view text) {
 }
 
 std::string escape_for_terminal(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buffer[5];
-      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
+  return util::escape_unprintable(text);
 }
 
 std::string iso8601(lock::Instant instant) {

@@ -12,8 +12,9 @@
 
 namespace clk::output {
 
-// Control characters (and DEL) become \xNN, backslashes \\: a command line
-// holding escape sequences is shown, never obeyed.
+// Control characters (C0, DEL, C1) and bytes that are not UTF-8 become \xNN,
+// backslashes \\: a command line holding escape sequences is shown, never
+// obeyed; printable UTF-8 shows as typed.
 std::string escape_for_terminal(std::string_view text);
 
 // A Prometheus label value in the text exposition format: \\, \" and

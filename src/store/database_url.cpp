@@ -27,7 +27,8 @@ Backend backend_of(const std::string& url) {
     return Backend::postgres;
   }
   throw Error(ExitCode::config, "unsupported database URL '" + mask_password(url) +
-                                    "': use sqlite:/path/file.db, postgresql://… or a libpq "
+                                    "': use sqlite:/path/file.db, postgresql://… (or "
+                                    "postgres://…), mysql://… (or mariadb://…) or a libpq "
                                     "keyword string like 'host=db dbname=clock'");
 }
 

@@ -26,7 +26,18 @@ std::optional<double> unit_in_ms(std::string_view unit) {
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+namespace {
+
+// One part of a duration: a number and its unit ("90s", "1.5", "30m").
+struct Part {
+  double value;
+  double unit_ms;
+  bool unit_given;
+  bool fraction;
+};
+
+// Reads one part from the front of TEXT and advances past it.
+std::optional<Part> read_part(std::string_view& text) {
   std::size_t digits_end = 0;
   bool seen_dot = false;
   while (digits_end < text.size()) {
@@ -41,7 +52,11 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   std::string_view number = text.substr(0, digits_end);
   if (number.empty() || number == "." || number.size() > 18)
     return std::nullopt;
-  auto unit = unit_in_ms(text.substr(digits_end));
+  std::size_t unit_end = digits_end;
+  while (unit_end < text.size() && text[unit_end] >= 'a' && text[unit_end] <= 'z')
+    ++unit_end;
+  std::string_view unit_text = text.substr(digits_end, unit_end - digits_end);
+  auto unit = unit_in_ms(unit_text);
   if (!unit)
     return std::nullopt;
   double value = 0;
@@ -49,7 +64,34 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc() || ptr != number.data() + number.size())
     return std::nullopt;
-  double ms = std::round(value * *unit);
+  text.remove_prefix(unit_end);
+  return Part{value, *unit, !unit_text.empty(), seen_dot};
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  // A compound duration ("1h30m", "2m30s", "1d12h") is parts with units from
+  // the largest down, each unit once; only the last part may have a fraction,
+  // and a bare number stands alone ("5s5" is a typo, not 5.005 s).
+  double ms = 0;
+  double previous_unit = 0;
+  int parts = 0;
+  bool fraction_seen = false;
+  while (!text.empty() || parts == 0) {
+    auto part = read_part(text);
+    if (!part || fraction_seen)
+      return std::nullopt;
+    if (parts > 0 && (!part->unit_given || part->unit_ms >= previous_unit))
+      return std::nullopt;
+    if (!part->unit_given && !text.empty())
+      return std::nullopt;
+    fraction_seen = part->fraction;
+    previous_unit = part->unit_ms;
+    ms += part->value * part->unit_ms;
+    ++parts;
+  }
+  ms = std::round(ms);
   // Cap at about 292 years so that arithmetic on it cannot overflow later.
   if (!std::isfinite(ms) || ms > 9.0e15)
     return std::nullopt;

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Runs the command blocks of the user documentation, as a reader would.
 
-    run_doc_blocks.py --clock build/clock FILE.md [FILE.md...]
+    run_doc_blocks.py --clock build/clock [--also-as USER] FILE.md [FILE.md...]
+
+Run as root, the blocks run as written by root, with the package's
+/etc/clock/clock.toml in place (comments only); with --also-as USER they then
+run again as that unprivileged user, without the package (no
+/etc/clock/clock.toml until a block writes one), so that a step that needs
+root, sudo or an existing file shows.
 
 A changed README is a changed test: the blocks are read from the files each
 time. For each file, every fenced block is handled by its info string:
@@ -23,21 +29,34 @@ time. For each file, every fenced block is handled by its info string:
 between) leaves a block out: for what cannot run in a test (apt install,
 systemctl). Keep that rare: a skipped block is an untested one.
 
-The reader's world is replaced in four ways, and only these:
+The reader's world is replaced in five ways, and only these:
   - HOME is a new empty folder, the current folder another (holding `sql`, a
     link to the source tree's sql/, as a source checkout would), the XDG and
     CLOCK_ variables are unset, and the clock under test is first on PATH;
   - `/usr/local/bin/NAME` (a reader's own job in a crontab line) is a stub
     script that prints its name and exits 0, and `/etc/clock/` is a folder of
-    the scratch folder (CLOCK_CONFIG points at its clock.toml, comments only
-    at first);
+    the scratch folder: `clock` on PATH is a two-line wrapper that points
+    CLOCK_CONFIG at its clock.toml when that exists, as clock itself reads
+    /etc/clock/clock.toml (comments only at first, as the package installs
+    it, or absent with --without-package);
   - the database server `db.example` is the throwaway PostgreSQL server of
-    tests/helpers/with-postgres.sh (CLOCK_TEST_PG_URL): the host name is
-    removed from the text and PGHOST and PGPORT name that server, so
-    `postgresql://clock_admin@db.example/clock` connects to it; the databases
-    and roles a file creates there are dropped before the next file starts;
+    tests/helpers/with-postgres.sh (CLOCK_TEST_PG_URL), started with
+    CLOCK_TEST_PG_AUTH=password: every login needs its password (scram-sha-256,
+    no trust), as on a real server. The host name is removed from the text
+    and PGHOST and PGPORT name that server, so
+    `postgresql://clock_admin@db.example/clock` connects to it, and a password
+    file's `db.example:5432:` becomes the server's socket folder and port; the
+    databases and roles a file creates there are dropped before the next file
+    starts;
+  - the reader is a database administrator: the superuser postgres's
+    password is in the reader's ~/.pgpass (mode 0600) from the start, as a
+    DBA's would be; every other password comes from the documented steps;
   - `--jitter D` waits at most 1s (`--jitter 1s`): a fleet's crontab line
     spreads its hosts over minutes, a test does not wait for that.
+
+Against a server that asks for passwords, `clock check` and `clock init` run
+first without one, as by a reader who skipped the password step: each must
+name the password file, the line to add and the login.
 
 With --man PAGE, every exit code in a table of FILE whose first column is
 headed "exit" must be an entry of the page's EXIT STATUS (the README lists
@@ -145,7 +164,9 @@ def is_ci():
 
 
 def pg_server():
-    """(host, port, user) of the throwaway server, or None."""
+    """(host, port, user) of the throwaway server, or None. Under CI the
+    server must ask for passwords (CLOCK_TEST_PG_AUTH=password): a server that
+    trusts every login would let a missing password step pass."""
     url = os.environ.get("CLOCK_TEST_PG_URL", "")
     if not url:
         return None
@@ -183,7 +204,7 @@ def drop_new_objects(pg, before):
 class Scratch:
     """One file's world: HOME, the current folder, stubs, shell state."""
 
-    def __init__(self, root, name, clock_dir, source_dir, pg):
+    def __init__(self, root, name, clock, source_dir, pg, package=True):
         self.dir = tempfile.mkdtemp(prefix=f"{name}.", dir=root)
         self.home = os.path.join(self.dir, "home")
         self.work = os.path.join(self.dir, "work")
@@ -194,8 +215,16 @@ class Scratch:
         os.symlink(os.path.join(source_dir, "sql"), os.path.join(self.work, "sql"))
         # A config file of comments only: the defaults, whatever this
         # machine's /etc/clock/clock.toml says (as the package installs it).
-        with open(os.path.join(self.etc, "clock.toml"), "w") as f:
-            f.write("# /etc/clock/clock.toml of the doc test: every key at its default\n")
+        if package:
+            with open(os.path.join(self.etc, "clock.toml"), "w") as f:
+                f.write("# /etc/clock/clock.toml of the doc test: every key at its default\n")
+        clock_dir = os.path.join(self.dir, "clock-bin")
+        os.makedirs(clock_dir)
+        config = shlex.quote(os.path.join(self.etc, "clock.toml"))
+        with open(os.path.join(clock_dir, "clock"), "w") as f:
+            f.write(f"#!/bin/sh\n[ -n \"${{CLOCK_CONFIG:-}}\" ] || [ ! -e {config} ] || "
+                    f"export CLOCK_CONFIG={config}\nexec {shlex.quote(clock)} \"$@\"\n")
+        os.chmod(os.path.join(clock_dir, "clock"), 0o755)
         self.state = os.path.join(self.dir, "state.sh")
         self.cwd = os.path.join(self.dir, "cwd")
         with open(self.cwd, "w") as f:
@@ -203,10 +232,18 @@ class Scratch:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("CLOCK_", "XDG_", "PG"))}
         env.update(HOME=self.home, PATH=f"{clock_dir}:{env.get('PATH', '/usr/bin:/bin')}",
-                   CLOCK_CONFIG=os.path.join(self.etc, "clock.toml"), LC_ALL="C.UTF-8")
+                   LC_ALL="C.UTF-8")
         env.pop("TERM", None)
         if pg:
             env.update(PGHOST=pg[0], PGPORT=pg[1])
+            self.pg = pg
+            passfile = os.environ.get("CLOCK_TEST_PG_PASSFILE")
+            if passfile:
+                with open(passfile) as f:
+                    superuser_line = f.read().strip().split(":", 2)[2]
+                pgpass = os.path.join(self.home, ".pgpass")
+                with open(os.open(pgpass, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                    f.write(f"{pg[0]}:{pg[1]}:{superuser_line}\n")
         with open(self.state, "w") as f:
             for k, v in sorted(env.items()):
                 f.write(f"export {k}={shlex.quote(v)}\n")
@@ -223,7 +260,30 @@ class Scratch:
         text = text.replace("/usr/local/bin/", self.bin + "/")
         text = text.replace("/etc/clock/", self.etc + "/")
         text = re.sub(r"--jitter[ =]\S+", "--jitter 1s", text)
+        if getattr(self, "pg", None):
+            text = text.replace("db.example:5432:", f"{self.pg[0]}:{self.pg[1]}:")
         return text.replace("db.example", "")
+
+
+def missing_password_problems(clock, pg, root):
+    """What is wrong with what `clock check` and `clock init` say to a reader
+    who skipped the password step: each must name the password file, the line
+    to add and the login (libpq's own words name none of them)."""
+    home = tempfile.mkdtemp(prefix="no-pgpass.", dir=root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOCK_", "XDG_", "PG"))}
+    env.update(HOME=home, PGHOST=pg[0], PGPORT=pg[1], LC_ALL="C.UTF-8")
+    line = f"{pg[0]}:{pg[1]}:postgres:postgres:PASSWORD"
+    problems = []
+    for args, code in ((["check"], 78), (["init"], 78)):
+        proc = subprocess.run([clock, "--database", "postgresql://postgres@/postgres", *args],
+                              env=env, capture_output=True, text=True, timeout=60)
+        said = proc.stdout + proc.stderr
+        for wanted in ("no password supplied", "~/.pgpass", f"'{line}'", "login postgres"):
+            if wanted not in said:
+                problems.append(f"clock {args[0]} without a password does not say {wanted!r}:\n{said}")
+        if proc.returncode != code:
+            problems.append(f"clock {args[0]} without a password exits {proc.returncode}, not {code}")
+    return problems
 
 
 def run_shell(scratch, text, expect):
@@ -281,17 +341,57 @@ def run(argv, env, expect, check_stderr, cwd=None):
     return not problems, report
 
 
+def run_as_user(args, pg):
+    """The same files again as an unprivileged user, without the package:
+    the superuser's password file copied to one that user owns."""
+    import pwd
+    user = pwd.getpwnam(args.also_as)
+    env = {k: v for k, v in os.environ.items() if k != "PGPASSFILE"}
+    passfile = os.environ.get("CLOCK_TEST_PG_PASSFILE")
+    if pg and passfile:
+        fd, copy = tempfile.mkstemp(prefix="doc-test-pgpass.")
+        with os.fdopen(fd, "w") as f, open(passfile) as original:
+            f.write(original.read())
+        os.chown(copy, user.pw_uid, user.pw_gid)
+        env.update(CLOCK_TEST_PG_PASSFILE=copy, PGPASSFILE=copy)
+    print(f"==> the same files as {args.also_as}, without the package")
+    argv = ["runuser", "-u", args.also_as, "--", "env", *[f"{k}={v}" for k, v in env.items()],
+            # Not sys.executable: it may live where the user cannot go (/root).
+            "python3", os.path.abspath(__file__), "--clock", os.path.abspath(args.clock),
+            "--without-package", *[os.path.abspath(f) for f in args.files]]
+    try:
+        return subprocess.run(argv, cwd="/").returncode
+    finally:
+        if pg and passfile:
+            os.unlink(copy)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clock", required=True, help="the clock binary under test")
     ap.add_argument("--man", help="check the files' exit-code tables against this man page")
+    ap.add_argument("--also-as", metavar="USER",
+                    help="as root: run the files again as USER, without the package")
+    ap.add_argument("--without-package", action="store_true",
+                    help="no /etc/clock/clock.toml until a block writes one")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
-    clock_dir = os.path.dirname(os.path.abspath(args.clock))
+    clock = os.path.abspath(args.clock)
     source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     pg = pg_server()
     root = tempfile.mkdtemp(prefix="clock-doc-test.")
     failed, skipped, ran, marked = [], [], 0, 0
+    if pg and not os.environ.get("CLOCK_TEST_PG_PASSFILE"):
+        why = "the PostgreSQL server trusts every login (run under CLOCK_TEST_PG_AUTH=password)"
+        if is_ci():
+            failed.append("server")
+            print(f"FAILED: {why}")
+        else:
+            print(f"warning: {why}: a missing password step would pass")
+    elif pg:
+        for problem in missing_password_problems(os.path.abspath(args.clock), pg, root):
+            failed.append("missing password")
+            print(f"FAILED: {problem}")
     documented = man_exit_codes(args.man) if args.man else None
     for path in args.files:
         if documented is not None:
@@ -299,7 +399,8 @@ def main():
                 if code not in documented:
                     failed.append(f"{path}:{line}")
                     print(f"{path}:{line}: FAILED: exit {code} is not in the man page's EXIT STATUS")
-        scratch = Scratch(root, os.path.basename(path), clock_dir, source_dir, pg)
+        scratch = Scratch(root, os.path.basename(path), clock, source_dir, pg,
+                          package=not args.without_package)
         before = server_objects(pg) if pg else None
         for block in read_blocks(path):
             if block.lang not in SHELL_LANGS and block.lang != "crontab":
@@ -336,6 +437,10 @@ def main():
                 print(f"{block.where()}: FAILED: {report}\n--- the block\n{block.text}---")
         if before is not None:
             drop_new_objects(pg, before)
+    if args.also_as and os.geteuid() == 0:
+        code = run_as_user(args, pg)
+        if code not in (0, 77):
+            failed.append(f"as {args.also_as}")
     if failed:
         print(f"doc-test: {len(failed)} block(s) failed: {' '.join(failed)}; "
               f"scratch folders kept in {root}")

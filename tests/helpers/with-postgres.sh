@@ -30,6 +30,13 @@
 # runs `pg-ctl.sh stop -m immediate` (the primary) then `pg-ctl.sh promote`
 # (the standby, with synchronous_standby_names cleared first).
 #
+# With CLOCK_TEST_PG_AUTH=password every login needs its password, as on a
+# real server: initdb -A scram-sha-256 (pg_hba: scram-sha-256 for every local
+# and host line, no trust), the superuser postgres with a random password, and
+# no pgbouncer. Then:
+#   CLOCK_TEST_PG_PASSFILE     a password file (0600) with postgres's line;
+#                              CLOCK_TEST_PG_URL connects with PGPASSFILE set to it
+#
 # Without PostgreSQL (or pgbouncer) installed: with CI=true this fails; else it
 # warns and runs CMD without the matching URL, so the tests run SQLite only.
 #
@@ -150,7 +157,21 @@ pg_port=$(shuf -i 10000-32700 -n 1)
 bouncer_port=$(shuf -i 10000-32700 -n 1)
 while [[ $bouncer_port == "$pg_port" ]]; do bouncer_port=$(shuf -i 10000-32700 -n 1); done
 
-if ! as_pg "$pg_bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C \
+auth=(-A trust)
+if [[ ${CLOCK_TEST_PG_AUTH:-} == password ]]; then
+  superuser_password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+  (umask 077 && echo "$superuser_password" >"$dir/superuser-password")
+  [[ $run_as == "$(id -un)" ]] || chown "$run_as:" "$dir/superuser-password"
+  auth=(-A scram-sha-256 --pwfile="$dir/superuser-password")
+  # Ours, not the server's: the user running the tests reads it.
+  (umask 077 && echo "*:*:*:postgres:$superuser_password" >"$dir/pgpass")
+  export CLOCK_TEST_PG_PASSFILE=$dir/pgpass PGPASSFILE=$dir/pgpass
+  # Other users (the doc test's second pass) reach the socket in it.
+  chmod 711 "$dir"
+  unset CLOCK_TEST_PGBOUNCER_URL
+  pgbouncer_bin=""
+fi
+if ! as_pg "$pg_bin/initdb" -D "$dir/data" "${auth[@]}" -U postgres --no-sync -E UTF8 --locale=C \
   >"$dir/initdb.log" 2>&1; then
   cat "$dir/initdb.log" >&2
   die "initdb failed (as user $run_as in $dir)"

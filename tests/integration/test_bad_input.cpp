@@ -30,6 +30,32 @@ TEST_SUITE("bad input") {
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
   }
 
+  TEST_CASE("a rejected name is echoed as typed: UTF-8 kept, control bytes escaped") {
+    TestEnv env;
+    Result umlaut = env.clock({"acquire", "-r", "\xc3\xbcmlaut"});  // ümlaut
+    CHECK_EXIT(umlaut, 64);
+    INFO(umlaut.err);
+    CHECK(umlaut.err.find("'\xc3\xbcmlaut'") != std::string::npos);
+    Result escape = env.clock({"acquire", "-r", "a\x1b[2Jb"});
+    CHECK_EXIT(escape, 64);
+    CHECK(escape.err.find("'a\\x1b[2Jb'") != std::string::npos);
+    CHECK(escape.err.find('\x1b') == std::string::npos);
+  }
+
+  TEST_CASE("a compound duration (1h30m) is taken wherever a duration is") {
+    TestEnv env;
+    Result acquired = env.clock({"acquire", "-r", "x", "--ttl", "1h30m"});
+    CHECK_EXIT(acquired, 0);
+    auto holders = env.holders_of("x");
+    REQUIRE(holders.size() == 1);
+    // 90 minutes less the moments since: more than 89.
+    CHECK(holders[0]["expires_in_ms"].get<long long>() > 89LL * 60'000);
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "y", "--max-runtime", "2m30s", "--", "true"}), 0);
+    Result bad = env.clock({"acquire", "-r", "z", "--ttl", "30m1h"});
+    CHECK_EXIT(bad, 64);
+    CHECK(bad.err.find("1h30m") != std::string::npos);
+  }
+
   TEST_CASE("a bad duration exits 64") {
     TestEnv env;
     for (std::vector<std::string> args :
@@ -124,6 +150,15 @@ TEST_SUITE("bad input") {
       Result result = env.clock({"--database", url, "acquire", "-r", "x"});
       CHECK_EXIT(result, 78);
       CHECK(result.err_lines().size() == 1);
+    }
+    // The hint lists every scheme clock reads.
+    Result unknown = env.clock({"--database", "oracle://db/clock", "acquire", "-r", "x"});
+    CHECK_EXIT(unknown, 78);
+    INFO(unknown.err);
+    for (const char* scheme :
+         {"sqlite:", "postgresql://", "postgres://", "mysql://", "mariadb://", "host="}) {
+      CAPTURE(scheme);
+      CHECK(unknown.err.find(scheme) != std::string::npos);
     }
   }
 

@@ -126,6 +126,66 @@ TEST_SUITE("setup visibility") {
     CHECK(by_key["config_file"]["value"] == file.string());
   }
 
+  TEST_CASE("clock config lists the ping settings, URLs as scheme and host only") {
+    TestEnv env;
+    fs::path file = env.path("clock.toml");
+    write_file(file, "[ping]\non_skip = 'log'\n[ping.urls]\n'db.backup' = "
+                     "'https://hc-ping.example/0f3c-secret-uuid'\n");
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+    Result json = env.clock({"--config", file.string(), "config", "--format", "json"});
+    CHECK_EXIT(json, 0);
+    INFO(json.out);
+    std::map<std::string, nlohmann::json> by_key;
+    for (const auto& setting : nlohmann::json::parse(json.out))
+      by_key[setting["key"]] = setting;
+    CHECK(by_key["ping.on_skip"]["value"] == "log");
+    CHECK(by_key["ping.on_skip"]["origin"] ==
+          "config file " + file.string() + " (key ping.on_skip)");
+    CHECK(by_key["ping.urls"]["value"].get<std::string>().find("db.backup = https://hc-ping.example") == 0);
+    CHECK(json.out.find("secret-uuid") == std::string::npos);
+  }
+
+  TEST_CASE("clock config --init writes a starter file that clock then reads, and keeps a set one") {
+    TestEnv env;
+    fs::path file = env.path("etc/clock/clock.toml");
+    const std::string url = "postgresql://clock_host@db.example/clock";
+    Result init = env.clock({"--database", url, "config", "--init", file.string()});
+    CHECK_EXIT(init, 0);
+    INFO(init.out << init.err);
+    CHECK(init.out.find("wrote " + file.string()) != std::string::npos);
+    REQUIRE(fs::exists(file));
+    CHECK((fs::status(file).permissions() & fs::perms::all) ==
+          (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+           fs::perms::others_read));
+    // clock reads what it wrote: the database, from the file.
+    Result config = env.clock({"--config", file.string(), "config", "--format", "json"},
+                              {{"CLOCK_DATABASE_URL", k_unset}});
+    CHECK_EXIT(config, 0);
+    CHECK(config.out.find(url) != std::string::npos);
+    CHECK(config.out.find("(key database)") != std::string::npos);
+
+    // A file that sets a key is left alone (78), whatever is asked.
+    std::string before = read_file(file);
+    Result again = env.clock({"--database", "sqlite:/tmp/other.db", "config", "--init",
+                              file.string()});
+    CHECK_EXIT(again, 78);
+    CHECK(again.err_lines().size() == 1);
+    CHECK(again.err.find(file.string()) != std::string::npos);
+    CHECK(read_file(file) == before);
+
+    // The package's file of comments only is replaced; a URL with a password
+    // makes the file private to its owner.
+    fs::path package = env.path("package.toml");
+    write_file(package, "# every key commented out\n#database = \"sqlite:/x.db\"\n\n");
+    Result replaced = env.clock({"--database", "postgresql://clock_host:s3cret@db.example/clock",
+                                 "config", "--init", package.string()});
+    CHECK_EXIT(replaced, 0);
+    CHECK(replaced.out.find("replaced") != std::string::npos);
+    CHECK((fs::status(package).permissions() & fs::perms::all) ==
+          (fs::perms::owner_read | fs::perms::owner_write));
+    CHECK(replaced.out.find("s3cret") == std::string::npos);
+  }
+
   TEST_CASE("clock check passes on a working set-up, one ok line per check") {
     TestEnv env;
     Result check = env.clock({"check"});

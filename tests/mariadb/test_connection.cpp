@@ -290,6 +290,67 @@ TEST_SUITE("mariadb connection") {
     }
   }
 
+  TEST_CASE("access denied (1045) names the fix: the option group, or the anonymous account") {
+    std::string database = fresh_database();
+    Connection admin(options_for("mysql"));
+    admin.execute("create the login", "CREATE USER pw_login@'%' IDENTIFIED BY 'pw-secret'");
+    admin.execute("grant", "GRANT ALL ON `" + database + "`.* TO pw_login@'%'");
+    struct Cleanup {
+      Connection& admin;
+      ~Cleanup() {
+        admin.execute("drop", "DROP USER IF EXISTS pw_login@'%', ''@'localhost'");
+      }
+    } cleanup{admin};
+    auto message_of = [](const std::string& url) {
+      ConnectOptions options;
+      options.url = clk::store::parse_mariadb_url(url);
+      options.connect_timeout = 5s;
+      Connection connection(options);
+      try {
+        connection.open();
+      } catch (const ServerTrouble& trouble) {
+        CHECK(trouble.number() == 1045);
+        CHECK(trouble.code() == clk::ExitCode::config);
+        return std::string(trouble.what());
+      }
+      FAIL("no error");
+      return std::string();
+    };
+    std::string as_login = url_of(database);
+    as_login.replace(as_login.find("root@"), 5, "pw_login@");
+
+    // No password anywhere: where to put it, for which login.
+    std::string no_password = message_of(as_login);
+    INFO(no_password);
+    CHECK(no_password.find("using password: NO") != std::string::npos);
+    CHECK(no_password.find("no password was sent for login pw_login") != std::string::npos);
+    CHECK(no_password.find("~/.my.cnf under [clock]") != std::string::npos);
+
+    // The right password, but an anonymous account for localhost is chosen
+    // before pw_login@'%'.
+    std::string file = "/tmp/clock-mariadb-test-" + std::to_string(::getpid()) + ".cnf";
+    {
+      std::FILE* out = std::fopen(file.c_str(), "w");
+      REQUIRE(out);
+      std::fprintf(out, "[clock]\npassword=pw-secret\n");
+      std::fclose(out);
+    }
+    std::string with_password = as_login + "&defaults-file=" + file;
+    admin.execute("an anonymous account", "CREATE USER ''@'localhost'");
+    std::string shadowed = message_of(with_password);
+    INFO(shadowed);
+    CHECK(shadowed.find("using password: YES") != std::string::npos);
+    CHECK(shadowed.find("anonymous account ''@'localhost'") != std::string::npos);
+    CHECK(shadowed.find("DROP USER ''@'localhost'") != std::string::npos);
+    // Once it is gone, the same URL gets in.
+    admin.execute("drop the anonymous account", "DROP USER ''@'localhost'");
+    ConnectOptions options;
+    options.url = clk::store::parse_mariadb_url(with_password);
+    Connection connection(options);
+    CHECK(one_value(connection, "SELECT SUBSTRING_INDEX(USER(), '@', 1)") == "pw_login");
+    std::remove(file.c_str());
+  }
+
   TEST_CASE("a connection killed under it is unavailable, and the next call reconnects") {
     std::string database = fresh_database();
     Connection victim(options_for(database));

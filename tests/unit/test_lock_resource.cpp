@@ -184,4 +184,21 @@ TEST_SUITE("lock::Resource") {
     CHECK(clk::lock::join(canonical_resources({"only"}), ",") == "only");
     CHECK(clk::lock::join({}, ",").empty());
   }
+
+  TEST_CASE("a rejected name is echoed as typed: UTF-8 kept, control bytes escaped") {
+    auto message = [](std::string_view text) {
+      try {
+        Resource::parse(text);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    CHECK(message("\xc3\xbcmlaut").find("'\xc3\xbcmlaut'") != std::string::npos);
+    CHECK(message("a\x1b[2Jb").find("'a\\x1b[2Jb'") != std::string::npos);
+    CHECK(message("caf\xe9").find("'caf\\xe9'") != std::string::npos);
+    // Shortened to 64 bytes without cutting the last letter in two.
+    std::string long_name = std::string(63, 'a') + "\xc3\xbc" + std::string(300, 'b');
+    CHECK(message(long_name).find("'" + std::string(63, 'a') + "...'") != std::string::npos);
+  }
 }

@@ -60,6 +60,24 @@ TEST_SUITE("util::duration") {
     }
   }
 
+  TEST_CASE("compound durations add their parts, largest unit first") {
+    CHECK(parse_duration("1h30m") == milliseconds(5'400'000));
+    CHECK(parse_duration("2m30s") == milliseconds(150'000));
+    CHECK(parse_duration("1d12h") == milliseconds(129'600'000));
+    CHECK(parse_duration("1d2h3m4s5ms") == milliseconds(93'784'005));
+    CHECK(parse_duration("1s500ms") == milliseconds(1'500));
+    CHECK(parse_duration("1h0.5m") == milliseconds(3'630'000));
+    CHECK(parse_duration("0h0m") == milliseconds(0));
+  }
+
+  TEST_CASE("compound durations out of order, repeated or ambiguous are rejected") {
+    for (const char* text : {"30m1h", "1h1h", "1h30", "1h 30m", "1.5h30m", "1h30m.",
+                             "1hm", "h30m", "1h-30m", "1h+30m", "30s2m"}) {
+      CAPTURE(text);
+      CHECK_FALSE(parse_duration(text).has_value());
+    }
+  }
+
   TEST_CASE("large but sane durations still parse") {
     CHECK(parse_duration("365d") == milliseconds(365LL * 86'400'000));
     CHECK(parse_duration("3650d") == milliseconds(3650LL * 86'400'000));
@@ -82,9 +100,11 @@ TEST_SUITE("util::duration") {
     CHECK(format_duration(-(4min + 12s)) == "-4m12s");
   }
 
-  TEST_CASE("whole-unit durations survive a format and parse round trip") {
+  TEST_CASE("whole-unit and compound durations survive a format and parse round trip") {
     for (milliseconds d : {milliseconds(250), milliseconds(38s), milliseconds(4min),
-                           milliseconds(2h), milliseconds(std::chrono::days(1))}) {
+                           milliseconds(2h), milliseconds(std::chrono::days(1)),
+                           milliseconds(4min + 12s), milliseconds(2h + 5min),
+                           milliseconds(std::chrono::days(3) + 4h)}) {
       CAPTURE(d.count());
       CHECK(parse_duration(format_duration(d)) == d);
     }

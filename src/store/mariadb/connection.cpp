@@ -11,6 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "store/mariadb/access_denied.hpp"
+
 namespace clk::store::mariadb {
 
 Trouble classify(unsigned error_number) {
@@ -182,6 +184,8 @@ void Connection::fail(std::string_view what) {
   unsigned number = mysql_errno(m_handle);
   std::string message = "MariaDB: " + std::string(what) + " failed: " + mysql_error(m_handle) +
                         " (error " + std::to_string(number) + ")";
+  if (number == ER_ACCESS_DENIED_ERROR)
+    message += access_denied_hint(mysql_error(m_handle), m_options.url);
   if (number == ER_PROCACCESS_DENIED_ERROR) {
     message +=
         "; run 'clock check' as this login to see what it lacks (the roles are in "

@@ -15,6 +15,7 @@
 #include "error.hpp"
 #include "store/postgres/bounded_connection.hpp"
 #include "store/postgres/conninfo.hpp"
+#include "store/postgres/password_hint.hpp"
 #include "store/postgres/test_fault.hpp"
 #include "util/backoff.hpp"
 #include "util/duration.hpp"
@@ -282,8 +283,11 @@ Connection::Session& Connection::session() {
       throw Trouble(ExitCode::unavailable, in_trouble(*kind, m_target, reason));
     if (contains_any(reason, {"authentication failed", "pg_hba.conf", "does not exist",
                               "no password supplied", "permission denied", "SSL", "certificate"})) {
-      throw Error(ExitCode::config, "PostgreSQL at " + m_target + " refused the connection: " +
-                                        reason + "; check the database URL and credentials");
+      throw Error(ExitCode::config,
+                  "PostgreSQL at " + m_target + " refused the connection: " + reason +
+                      (contains_any(reason, {"no password supplied"})
+                           ? missing_password_hint(m_url)
+                           : std::string("; check the database URL and credentials")));
     }
     throw Trouble(ExitCode::unavailable, in_trouble(Kind::down, m_target, reason));
   }
