@@ -76,7 +76,7 @@ DeadHolders* dead_holders_of(Store& store) {
 }
 
 std::string holder_died_by(const Caller& claimer) {
-  return "holder died; claimed by " + describe(claimer);
+  return describe(claimer) + " (holder died)";
 }
 
 std::optional<HolderTrace> this_holder(pid_t job_group, const std::string& job_cgroup) {

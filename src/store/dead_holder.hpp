@@ -48,8 +48,9 @@ class DeadHolders {
   virtual ~DeadHolders() = default;
 
   // Records on each of the owner's leases (`held`: its tokens and proof, as
-  // Store::note_leftovers() has them) its holder's trace. Refused as
-  // note_leftovers() is.
+  // Store::note_leftovers() has them) whose pid is `trace.pid` its holder's
+  // trace (a lease re-entered by a nested clock run keeps the outer one's).
+  // Refused as note_leftovers() is.
   virtual void note_holder(const RenewRequest& held, const HolderTrace& trace) = 0;
 
   // The trace recorded on the live lease of `owner` on `resource` under
@@ -72,7 +73,7 @@ class DeadHolders {
 // The store's DeadHolders; none for a store without them.
 DeadHolders* dead_holders_of(Store& store);
 
-// "holder died; claimed by user@host pid N": the `by` of the expiry of a
+// "user@host pid N (holder died)": the `by` of the expiry of a
 // lease ended by end_dead_lease().
 std::string holder_died_by(const Caller& claimer);
 

@@ -178,6 +178,8 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   LockRequest unrecorded = request;
   bool recorded = !(policy.nonblock && request.record_refusal);
   unrecorded.record_refusal = false;
+  DeadHolderReport dead;
+  bool looked_already = false;
   // Waiters re-attempt often enough to keep their queue entry alive: the
   // entry is rewritten once half its lifetime is gone, so at a third every
   // other attempt writes it and one late attempt still finds it alive.
@@ -205,11 +207,16 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
       throw Error(ExitCode::deadlock, "deadlock: " + describe(attempt.cycle) +
                                           "; not waiting, so the other side can proceed");
     }
-    auto dead = end_dead_holders(store, request, attempt);
-    if (dead.ended > 0)
-      continue;
+    // The recorded retry of -n follows at once: what this host found of the
+    // holders in the way a moment ago stands.
+    if (!looked_already) {
+      dead = end_dead_holders(store, request, attempt);
+      if (dead.ended > 0)
+        continue;
+    }
     if (!recorded) {
       recorded = true;
+      looked_already = true;
       continue;
     }
     auto now = steady_clock::now();

@@ -20,8 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-// A `clock run` holding `job` whose command writes its pid to T_DIR/pid and
-// sleeps; returned once the holder has recorded its process facts (they go
+// A `clock run` holding `job` whose command (`script`) writes the pid of
+// the job's process to watch to T_DIR/pid; returned once the holder has recorded its process facts (they go
 // to the database beside the command's start, before the first renewal,
 // which status shows as a renewed_at after acquired_at).
 struct Holder {
@@ -31,11 +31,13 @@ struct Holder {
   json lease;
 };
 
-Holder start_holder(const TestEnv& env, const std::string& ttl = "60s") {
+constexpr const char* k_sleeper = "echo $$ > \"$T_DIR/pid\"; exec sleep 1000";
+
+Holder start_holder(const TestEnv& env, const std::string& ttl = "60s",
+                    const std::string& script = k_sleeper) {
   Holder holder;
-  holder.clock = env.spawn(
-      env.clock_command({"run", "--ttl", ttl, "--heartbeat", "200ms", "-r", "job", "--", "sh",
-                         "-c", "echo $$ > \"$T_DIR/pid\"; exec sleep 1000"}));
+  holder.clock = env.spawn(env.clock_command(
+      {"run", "--ttl", ttl, "--heartbeat", "200ms", "-r", "job", "--", "sh", "-c", script}));
   holder.job = await_pid_file(env, "pid");
   REQUIRE(holder.job > 0);
   holder.group = getpgid(holder.job);
@@ -127,7 +129,10 @@ TEST_SUITE("dead holder") {
       "a holder whose job outlived clock and its guard keeps its lock; once the job is gone too, "
       "this host's next -n takes it over") {
     TestEnv env;
-    Holder holder = start_holder(env);
+    // A process of the job in the background: the command itself dies with
+    // clock (its parent-death signal), this one only by the guard's hand.
+    Holder holder =
+        start_holder(env, "60s", "sleep 1000 & echo $! > \"$T_DIR/pid\"; wait");
     const std::string dead_owner = holder.lease.at("owner");
     const std::string cgroup = cgroup_of(holder.job);
     // The guard stopped first, so that it cannot end the job when clock dies.

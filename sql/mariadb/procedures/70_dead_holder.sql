@@ -7,12 +7,15 @@
 -- write under the hierarchy slots its resources' other writers take.
 
 -- note_holder(p_namespace, p_resources, p_owner, p_tokens, p_boot_id,
--- p_pid_ns, p_pid_start, p_job_group, p_job_cgroup, p_secret, p_by) →
--- note_holder: {"outcome": "noted", "now"} or {"outcome": "not_owner",
+-- p_pid_ns, p_pid, p_pid_start, p_job_group, p_job_cgroup, p_secret, p_by)
+-- → note_holder: {"outcome": "noted", "now"} or {"outcome": "not_owner",
 -- "lost", "now"}, as clock_note_leftovers: in the owner's name, all or none.
+-- Written on the leases whose pid is p_pid only (a nested clock run
+-- re-enters the outer one's lease, which keeps the outer one's trace).
 CREATE OR REPLACE PROCEDURE clock_note_holder(
   IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_tokens LONGTEXT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT, IN p_pid_start BIGINT,
+  IN p_tokens LONGTEXT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT, IN p_pid BIGINT,
+  IN p_pid_start BIGINT,
   IN p_job_group BIGINT, IN p_job_cgroup VARCHAR(4096),
   IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512))
   MODIFIES SQL DATA SQL SECURITY DEFINER
@@ -39,7 +42,8 @@ BEGIN
   IF v_owner IS NULL OR p_tokens IS NULL
      OR NOT JSON_VALID(p_tokens) OR JSON_TYPE(p_tokens) <> 'ARRAY'
      OR (JSON_LENGTH(p_tokens) > 0 AND JSON_LENGTH(p_tokens) <> v_count)
-     OR p_boot_id IS NULL OR p_pid_ns IS NULL OR p_pid_start IS NULL OR p_pid_start < 0 THEN
+     OR p_boot_id IS NULL OR p_pid_ns IS NULL OR p_pid IS NULL OR p_pid_start IS NULL
+     OR p_pid_start < 0 THEN
     SIGNAL SQLSTATE '22023'
       SET MESSAGE_TEXT = 'note_holder: invalid owner, tokens (one per resource, or none) or '
                          'trace (boot id, pid namespace, start time)';
@@ -95,7 +99,7 @@ BEGIN
         SET holder_boot_id = p_boot_id, holder_pid_ns = p_pid_ns, holder_pid_start = p_pid_start,
             job_group = NULLIF(p_job_group, 0), job_cgroup = NULLIF(p_job_cgroup, '')
         WHERE namespace = p_namespace AND resource = clock_rec_nth(p_resources, v_i)
-          AND owner = v_owner;
+          AND owner = v_owner AND pid = p_pid;
         SET v_i = v_i + 1;
       END WHILE;
       SET v_result = JSON_OBJECT('outcome', 'noted', 'now', CAST(v_now AS SIGNED));
@@ -131,7 +135,7 @@ END;
 -- p_pid_ns, p_pid, p_pid_start, p_by) → end_dead_lease: 1 when the lease of
 -- p_owner on p_resource under p_token, with that recorded boot id, pid
 -- namespace, pid and start time, was ended ('expired', forced_by p_by:
--- "holder died; claimed by …", db_user the login); 0 when there is no such
+-- "user@host pid N (holder died)", db_user the login); 0 when there is no such
 -- lease. What a login can do with it: docs/threat-model.md, "Dead holders".
 CREATE OR REPLACE PROCEDURE clock_end_dead_lease(
   IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024), IN p_owner VARCHAR(64),

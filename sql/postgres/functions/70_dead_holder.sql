@@ -6,15 +6,17 @@
 -- every write under the hierarchy lock its resource's other writers take.
 
 -- Records on each of the owner's leases of p_resources the holder's trace:
--- its host's boot id and pid namespace, clock's start time (its pid is the
--- lease's), the job's process group and cgroup (NULL: none). In the owner's
+-- its host's boot id and pid namespace, clock's start time, the job's
+-- process group and cgroup (NULL: none), on the leases whose pid is p_pid
+-- only: a clock run nested in another on the same resource re-enters the
+-- outer one's lease, which keeps the outer one's pid and trace. In the owner's
 -- name, as note_leftovers(): a caller whose p_secret does not prove the
 -- owner changes nothing but history ('refused', p_by); a lease gone,
 -- expired or under another token is refused and nothing is written.
 -- Returns {"outcome": "noted", "now"} or {"outcome": "not_owner", "lost", "now"}.
 CREATE OR REPLACE FUNCTION @schema@.note_holder(p_namespace text, p_resources text[],
                                                 p_owner uuid, p_tokens bigint[],
-                                                p_boot_id text, p_pid_ns bigint,
+                                                p_boot_id text, p_pid_ns bigint, p_pid bigint,
                                                 p_pid_start bigint, p_job_group bigint,
                                                 p_job_cgroup text, p_secret text, p_by text)
 RETURNS jsonb
@@ -32,7 +34,7 @@ BEGIN
   IF p_owner IS NULL OR p_tokens IS NULL
      OR (cardinality(p_tokens) > 0 AND cardinality(p_tokens) <> cardinality(p_resources))
      OR p_boot_id IS NULL OR octet_length(p_boot_id) > 64
-     OR p_pid_ns IS NULL OR p_pid_start IS NULL OR p_pid_start < 0
+     OR p_pid_ns IS NULL OR p_pid IS NULL OR p_pid_start IS NULL OR p_pid_start < 0
      OR octet_length(p_job_cgroup) > 4096 THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'note_holder: invalid owner, tokens (one per resource, or none) or trace '
@@ -71,7 +73,8 @@ BEGIN
   UPDATE @schema@.leases
   SET holder_boot_id = p_boot_id, holder_pid_ns = p_pid_ns, holder_pid_start = p_pid_start,
       job_group = nullif(p_job_group, 0), job_cgroup = nullif(p_job_cgroup, '')
-  WHERE namespace = p_namespace AND resource = ANY (p_resources) AND owner = p_owner;
+  WHERE namespace = p_namespace AND resource = ANY (p_resources) AND owner = p_owner
+    AND pid = p_pid;
   RETURN jsonb_build_object('outcome', 'noted', 'now', @schema@.usec(v_now));
 END $$;
 
@@ -101,7 +104,7 @@ AS $$
 $$;
 
 -- Ends the lease of p_owner on p_resource under p_token as 'expired'
--- (forced_by p_by: "holder died; claimed by …") and wakes its waiters, only
+-- (forced_by p_by: "user@host pid N (holder died)", who claimed it) and wakes its waiters, only
 -- when its recorded boot id, pid namespace, pid and start time are the
 -- ones given: the claimer judged that exact process gone on its host.
 -- Returns true when it ended the lease, false when no such lease is there

@@ -14,7 +14,7 @@
 -- Written by note_holder() (sql/postgres/functions/70_dead_holder.sql) in
 -- the owner's name once clock run's command runs; read by holder_trace();
 -- a lease ended by end_dead_lease() is recorded as 'expired' with
--- forced_by "holder died; claimed by …". A lease without them (an older
+-- forced_by "user@host pid N (holder died)". A lease without them (an older
 -- binary's, `clock acquire`'s) waits for its TTL as before.
 --
 -- Nullable columns without a default: a catalog change only (no table

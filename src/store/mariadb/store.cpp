@@ -175,9 +175,10 @@ class MariadbStore : public Store, public DeadHolders {
     patience(k_renew_patience);
     // Writing the same trace twice is harmless: sent again after a dropped connection.
     auto lost = parse_renew(call(
-        "recording this holder's process facts", "clock_note_holder", 11,
+        "recording this holder's process facts", "clock_note_holder", 12,
         {held.ns, db::json_array(held.resources), held.owner.str(), db::json_array(held.tokens),
-         trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid_start),
+         trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid),
+         std::to_string(trace.pid_start),
          std::to_string(trace.job_group), trace.job_cgroup, held.secret, describe(held.caller)}));
     if (!lost.empty())
       throw refusal_error(Operation::renew, lost.front(), held.owner);

@@ -98,7 +98,8 @@ constexpr GrantedBeside k_granted_beside[] = {
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"},
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
-     "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, text, text, text)"},
+     "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, "
+     "text, text, text)"},
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "holder_trace(text, text, uuid, bigint, text, bigint)"},
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",

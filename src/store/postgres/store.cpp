@@ -473,10 +473,11 @@ void PostgresStore::note_holder(const RenewRequest& held, const HolderTrace& tra
   // Writing the same trace twice is harmless: retried after a dropped connection.
   auto lost = parse_renew(m_impl->call(
       "recording this holder's process facts", "note_holder",
-      "$1, $2::text[], $3::uuid, $4::bigint[], $5, $6::bigint, $7::bigint, $8::bigint, $9, $10, "
-      "$11",
+      "$1, $2::text[], $3::uuid, $4::bigint[], $5, $6::bigint, $7::bigint, $8::bigint, "
+      "$9::bigint, $10, $11, $12",
       {held.ns, text_array(held.resources), held.owner.str(), bigint_array(held.tokens),
-       trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid_start),
+       trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid),
+       std::to_string(trace.pid_start),
        std::to_string(trace.job_group), trace.job_cgroup, held.secret, describe(held.caller)},
       pg::Retry::if_broken));
   if (!lost.empty())
