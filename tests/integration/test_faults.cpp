@@ -59,7 +59,7 @@ TEST_SUITE("faults") {
     contend.argv.insert(contend.argv.begin(), elsewhere.begin(), elsewhere.end());
     bool granted = await(
         [&] {
-          Result attempt = run(contend, env.path("output"), 60s);
+          Result attempt = clk::test::run(contend, env.path("output"), 60s);
           if (attempt.status == 75) {
             ++refused;
             return false;

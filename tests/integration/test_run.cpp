@@ -161,7 +161,7 @@ TEST_SUITE("run") {
     Command elsewhere = env.clock_command({"acquire", "-n", "-r", "x"});
     auto prefix = another_pid_namespace();
     elsewhere.argv.insert(elsewhere.argv.begin(), prefix.begin(), prefix.end());
-    CHECK_EXIT(run(elsewhere, env.path("output")), 75);
+    CHECK_EXIT(clk::test::run(elsewhere, env.path("output")), 75);
   }
 
   TEST_CASE("a short command runs beside clock alone: the heartbeat thread starts when first due") {
