@@ -61,7 +61,11 @@ const Replaced k_replaced_functions[] = {
       "expect_runs(text, text[], bigint, uuid, text, text)"}},
     {"renew(text, text[], uuid, bigint[], bigint)",
      {"renew(text, text[], uuid, bigint[], bigint, text, text)",
-      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"}},
+      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)",
+      "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, text, text, "
+      "text)",
+      "holder_trace(text, text, uuid, bigint, text, bigint)",
+      "end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)"}},
     {"release(text, text[], uuid)",
      {"release(text, text[], uuid, text, text, text, bigint[], boolean)"}},
     {"history(text, text, integer)", {"history(text, text, integer, text)"}},
