@@ -23,9 +23,14 @@
 --                 `release` need: EXECUTE on clock_try_acquire,
 --                 clock_leave_queue, clock_record_missed_run, clock_renew,
 --                 clock_note_leftovers (what clock run's command left
---                 running), clock_release (each only ever of the owner id
---                 it is given, and only with that owner's secret) and
---                 clock_expect_runs.
+--                 running), clock_note_holder (clock run's process facts),
+--                 clock_release (each only ever of the owner id it is
+--                 given, and only with that owner's secret),
+--                 clock_expect_runs, and clock_holder_trace and
+--                 clock_end_dead_lease (a lease whose holder died on the
+--                 caller's host: any lease whose recorded facts the caller
+--                 names, without the owner's secret; docs/threat-model.md,
+--                 "Dead holders").
 -- clock_operator  clock_app, plus clock_force_release (`release --force`,
 --                 recorded with who forced it and the login) and
 --                 clock_gc_batch (`clock gc`).
@@ -71,6 +76,9 @@ GRANT EXECUTE ON PROCEDURE clock_leave_queue TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_record_missed_run TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_renew TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_note_leftovers TO clock_app;
+GRANT EXECUTE ON PROCEDURE clock_note_holder TO clock_app;
+GRANT EXECUTE ON PROCEDURE clock_holder_trace TO clock_app;
+GRANT EXECUTE ON PROCEDURE clock_end_dead_lease TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_release TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
 

@@ -16,6 +16,11 @@
 --                 record_missed_run (a run that timed out or was killed),
 --                 renew, note_leftovers (what clock run's command left
 --                 running, on the caller's own leases, with its secret),
+--                 note_holder (clock run's process facts, on its own leases,
+--                 with its secret), holder_trace and end_dead_lease (a lease
+--                 whose holder died on the caller's host: any lease whose
+--                 recorded facts the caller names, without the owner's
+--                 secret; docs/threat-model.md, "Dead holders"),
 --                 release (of the caller's own leases: the function
 --                 only ever touches the lease of the owner id it is given,
 --                 and only with that owner's secret),
@@ -87,6 +92,10 @@ GRANT EXECUTE ON FUNCTION
                               jsonb, text),
   :"schema".renew(text, text[], uuid, bigint[], bigint, text, text),
   :"schema".note_leftovers(text, text[], uuid, bigint[], jsonb, text, text),
+  :"schema".note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, text,
+                        text, text),
+  :"schema".holder_trace(text, text, uuid, bigint, text, bigint),
+  :"schema".end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text),
   :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text),

@@ -2,17 +2,38 @@
 #include "store/waiting.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
+#include "store/dead_holder.hpp"
 #include "util/backoff.hpp"
 #include "util/duration.hpp"
 
 namespace clk::store {
 
 using namespace std::chrono;
+
+namespace {
+
+// When a lease in the way frees by itself: what a caller from another host
+// (which cannot tell that its holder died) waits for.
+std::string expiry_text(const lock::Lease& lease, lock::Instant now) {
+  if (!lease.expires_at)
+    return "no expiry (--ttl 0)";
+  auto left = duration_cast<milliseconds>(*lease.expires_at - now);
+  const std::time_t at = system_clock::to_time_t(*lease.expires_at);
+  std::tm utc{};
+  char text[32] = "?";
+  if (gmtime_r(&at, &utc) != nullptr)
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string("expires ") + text + " (in " +
+         util::format_duration(std::max(left, milliseconds(0))) + ")";
+}
+
+}  // namespace
 
 std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
   if (!attempt.blocking_leases.empty()) {
@@ -21,7 +42,7 @@ std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
     std::string text = lease.resource.str() + " is held by " + lease.info.host + " pid " +
                        std::to_string(lease.info.pid) + " (" + lease.info.user + ", owner " +
                        lease.owner.str() + ") for " + util::format_duration(held) + ", token " +
-                       std::to_string(lease.token);
+                       std::to_string(lease.token) + ", " + expiry_text(lease, now);
     if (attempt.blocking_leases.size() > 1) {
       text += ", and " + std::to_string(attempt.blocking_leases.size() - 1) + " more";
     }
@@ -149,6 +170,16 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   const auto patience = policy.nonblock ? start + k_nonblock_patience : deadline;
   store.set_acquire_deadline(patience);
   Trouble trouble;
+  // A -n run's refusal is history, written by the attempt that is refused:
+  // the first attempt leaves it out, so that a refusal by a dead holder's
+  // lease, which this host then ends (dead_holder.hpp), is not recorded as a
+  // run that did not happen; a refusal that stands is tried once more,
+  // recorded.
+  LockRequest unrecorded = request;
+  bool recorded = !(policy.nonblock && request.record_refusal);
+  unrecorded.record_refusal = false;
+  DeadHolderReport dead;
+  bool looked_already = false;
   // Waiters re-attempt often enough to keep their queue entry alive: the
   // entry is rewritten once half its lifetime is gone, so at a third every
   // other attempt writes it and one late attempt still finds it alive.
@@ -163,7 +194,8 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   for (;;) {
     auto attempt_start = steady_clock::now();
     std::optional<Attempt> tried =
-        attempt_through_trouble(store, request, queue, patience, start, trouble, interrupted);
+        attempt_through_trouble(store, recorded ? request : unrecorded, queue, patience, start,
+                                trouble, interrupted);
     if (!tried)
       continue;
     Attempt attempt = std::move(*tried);
@@ -175,6 +207,18 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
       throw Error(ExitCode::deadlock, "deadlock: " + describe(attempt.cycle) +
                                           "; not waiting, so the other side can proceed");
     }
+    // The recorded retry of -n follows at once: what this host found of the
+    // holders in the way a moment ago stands.
+    if (!looked_already) {
+      dead = end_dead_holders(store, request, attempt);
+      if (dead.ended > 0)
+        continue;
+    }
+    if (!recorded) {
+      recorded = true;
+      looked_already = true;
+      continue;
+    }
     auto now = steady_clock::now();
     auto waited = duration_cast<milliseconds>(now - start);
     if (now >= deadline) {
@@ -184,6 +228,8 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
           record_timed_out(store, request, attempt);
       }
       auto blocker = describe_blockers(attempt, system_clock::now());
+      if (!dead.first_found.empty())
+        blocker += "; " + dead.first_found;
       throw Error(ExitCode::not_acquired, policy.nonblock
                                               ? "not acquired: " + blocker
                                               : "not acquired after waiting " +

@@ -66,6 +66,14 @@ std::vector<std::string> private_mounts(const TestEnv& env) {
   return result.status == 0 ? prefix : std::vector<std::string>{};
 }
 
+std::vector<std::string> another_pid_namespace() {
+  // As root a pid namespace (and the mount namespace its /proc needs) is
+  // enough; otherwise a user namespace too.
+  if (geteuid() == 0)
+    return {"unshare", "--pid", "--fork", "--mount-proc", "--"};
+  return {"unshare", "--map-root-user", "--pid", "--fork", "--mount-proc", "--"};
+}
+
 std::map<std::string, std::string> snapshot_files(const fs::path& prefix) {
   std::map<std::string, std::string> files;
   for (const auto& entry : fs::directory_iterator(prefix.parent_path())) {

@@ -39,6 +39,12 @@ std::vector<std::string> without_permission_override();
 // mounts vanish with it), or an empty vector when unshare cannot make one.
 std::vector<std::string> private_mounts(const TestEnv& env);
 
+// An argv prefix that runs a program as if on another host that shares this
+// one's kernel, disks and host name (a container): in a new pid namespace
+// with its own /proc (`unshare --pid --fork --mount-proc`; not as root, in
+// a user namespace too).
+std::vector<std::string> another_pid_namespace();
+
 // The bytes of the files whose names start with `prefix` in its folder (the
 // database and its -wal; not the -shm index, which readers rewrite), name by
 // name: to show that nothing changed.

@@ -248,6 +248,10 @@ TEST_SUITE("postgres") {
           "bigint, text, text, timestamptz, boolean, text, text, bigint)",
           "clock.renew(text, text[], uuid, bigint[], bigint, text, text)",
           "clock.note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)",
+          "clock.note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, "
+          "text, text, text)",
+          "clock.holder_trace(text, text, uuid, bigint, text, bigint)",
+          "clock.end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)",
           "clock.release(text, text[], uuid, text, text, text, bigint[], boolean)",
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
           "jsonb, text)",

@@ -66,7 +66,7 @@ check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 
 tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
 check "init made the tables ($tables)" test "$tables" = \
   "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,run_counts,schema_migrations,successes,tokens,waiters"
-check "schema_migrations lists 001 to 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp,004_leftovers"
+check "schema_migrations lists 001 to 004 and 006" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp,004_leftovers,006_dead_holder"
 check "hierarchy_locks has its 16,385 slots" test "$(sql "$db" -e 'SELECT COUNT(*) FROM hierarchy_locks')" -eq 16385
 check "tokens has its one row at 0" test "$(sql "$db" -e 'SELECT last FROM tokens WHERE id = 1')" -eq 0
 server_us=$(sql "$db" -e 'SET time_zone = "+09:00"; SELECT clock_now_us()')
@@ -75,7 +75,7 @@ check "clock_now_us() is the server's UTC clock in microseconds, whatever the se
   test $((client_us - server_us)) -lt 2000000 -a $((server_us - client_us)) -lt 2000000
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "clock init again exits 0" test $? -eq 0
-check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 4
+check "and applies nothing twice" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 5
 
 # 3b. The procedures: applied by init, again only when their stamp differs.
 routines() {
@@ -113,7 +113,7 @@ db=$(fresh first_use)
 run_test_clock --database "$(url_of "$db")" status >"$work/out" 2>"$work/err"
 check "status on a database without clock tables makes them and answers ($(cat "$work/err"))" \
   grep -q "no locks held" "$work/out"
-check "after making the schema" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 4
+check "after making the schema" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 5
 check "and the procedures" test "$(routines "$db")" = "$all_routines"
 sql "$db" -e "UPDATE procedures_stamp SET sha256 = REPEAT('0', 64); DROP PROCEDURE clock_renew"
 run_test_clock --database "$(url_of "$db")" history >/dev/null 2>"$work/err"
@@ -138,7 +138,7 @@ lease_of() { sql "$db" -e "SELECT CONCAT_WS('|', resource, owner, token, acquire
 lease_before=$(lease_of)
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "init on a version-1 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
-check "and records 002 to 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4"
+check "and records 002 to 004 and 006" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4,6"
 check "the lease is as it was, with no leftovers" \
   test "$(lease_of),$(sql "$db" -e 'SELECT COALESCE(leftovers, 0) FROM leases')" = "$lease_before,0"
 check "and the procedures are there" test "$(routines "$db")" = "$all_routines"

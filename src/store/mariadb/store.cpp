@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "store/dead_holder.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/leftovers_json.hpp"
 #include "store/mariadb/connection.hpp"
@@ -46,7 +47,7 @@ constexpr seconds k_check_patience{1};
 // A holder's connection is closed once idle this long (SPEC §3).
 constexpr milliseconds k_idle{1000};
 
-class MariadbStore : public Store {
+class MariadbStore : public Store, public DeadHolders {
  public:
   explicit MariadbStore(const StoreOptions& options)
       : m_options(connect_options(options)),
@@ -168,6 +169,40 @@ class MariadbStore : public Store {
          encode_leftovers(note.leftovers), held.secret, describe(held.caller)}));
     if (!lost.empty())
       throw refusal_error(Operation::renew, lost.front(), held.owner);
+  }
+
+  void note_holder(const RenewRequest& held, const HolderTrace& trace) override {
+    patience(k_renew_patience);
+    // Writing the same trace twice is harmless: sent again after a dropped connection.
+    auto lost = parse_renew(call(
+        "recording this holder's process facts", "clock_note_holder", 12,
+        {held.ns, db::json_array(held.resources), held.owner.str(), db::json_array(held.tokens),
+         trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid),
+         std::to_string(trace.pid_start),
+         std::to_string(trace.job_group), trace.job_cgroup, held.secret, describe(held.caller)}));
+    if (!lost.empty())
+      throw refusal_error(Operation::renew, lost.front(), held.owner);
+  }
+
+  // Within the acquire's own deadline: these run between its attempts.
+  std::optional<HolderTrace> holder_trace(const std::string& ns,
+                                                const lock::Resource& resource,
+                                                const lock::OwnerId& owner,
+                                                lock::Token token, const std::string& boot_id,
+                                                std::int64_t pid_ns) override {
+    return parse_holder_trace(call("reading a holder's process facts", "clock_holder_trace", 6,
+                                   {ns, resource.str(), owner.str(), std::to_string(token),
+                                    boot_id, std::to_string(pid_ns)}));
+  }
+
+  bool end_dead_lease(const DeadHolderClaim& claim) override {
+    // Sent again after a dropped connection, an ended lease answers 0: the
+    // next attempt finds it gone either way.
+    return call("ending a dead holder's lease", "clock_end_dead_lease", 9,
+                {claim.ns, claim.resource.str(), claim.owner.str(), std::to_string(claim.token),
+                 claim.trace.boot_id, std::to_string(claim.trace.pid_ns),
+                 std::to_string(claim.trace.pid), std::to_string(claim.trace.pid_start),
+                 holder_died_by(claim.caller)}) == "1";
   }
 
   std::vector<Released> release(const ReleaseRequest& request) override {

@@ -61,7 +61,11 @@ const Replaced k_replaced_functions[] = {
       "expect_runs(text, text[], bigint, uuid, text, text)"}},
     {"renew(text, text[], uuid, bigint[], bigint)",
      {"renew(text, text[], uuid, bigint[], bigint, text, text)",
-      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"}},
+      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)",
+      "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, text, text, "
+      "text)",
+      "holder_trace(text, text, uuid, bigint, text, bigint)",
+      "end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)"}},
     {"release(text, text[], uuid)",
      {"release(text, text[], uuid, text, text, text, bigint[], boolean)"}},
     {"history(text, text, integer)", {"history(text, text, integer, text)"}},
@@ -89,12 +93,21 @@ struct GrantedBeside {
   std::string_view existing;
   std::string_view added;
 };
-// Whoever may renew may record its leftovers (migration 015); whoever may
+// Whoever may renew may record its leftovers (migration 015) and its
+// holder's trace, read another's and end a dead holder's lease (017,
+// docs/dead-holder.md); whoever may
 // acquire may declare the expected period of what it holds (014), and a
 // reader of the status (clock_reader) may not.
 constexpr GrantedBeside k_granted_beside[] = {
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"},
+    {"renew(text, text[], uuid, bigint[], bigint, text, text)",
+     "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, "
+     "text, text, text)"},
+    {"renew(text, text[], uuid, bigint[], bigint, text, text)",
+     "holder_trace(text, text, uuid, bigint, text, bigint)"},
+    {"renew(text, text[], uuid, bigint[], bigint, text, text)",
+     "end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)"},
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz, boolean, text, text, bigint)",
      "expect_runs(text, text[], bigint, uuid, text, text)"},

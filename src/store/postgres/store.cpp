@@ -468,6 +468,48 @@ void PostgresStore::note_leftovers(const LeftoversNote& note) {
     throw refusal_error(Operation::renew, lost.front(), held.owner);
 }
 
+void PostgresStore::note_holder(const RenewRequest& held, const HolderTrace& trace) {
+  m_impl->patience(k_renew_patience);
+  // Writing the same trace twice is harmless: retried after a dropped connection.
+  auto lost = parse_renew(m_impl->call(
+      "recording this holder's process facts", "note_holder",
+      "$1, $2::text[], $3::uuid, $4::bigint[], $5, $6::bigint, $7::bigint, $8::bigint, "
+      "$9::bigint, $10, $11, $12",
+      {held.ns, text_array(held.resources), held.owner.str(), bigint_array(held.tokens),
+       trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid),
+       std::to_string(trace.pid_start),
+       std::to_string(trace.job_group), trace.job_cgroup, held.secret, describe(held.caller)},
+      pg::Retry::if_broken));
+  if (!lost.empty())
+    throw refusal_error(Operation::renew, lost.front(), held.owner);
+}
+
+// Within the acquire's own deadline (set_acquire_deadline): these run
+// between its attempts.
+std::optional<HolderTrace> PostgresStore::holder_trace(const std::string& ns,
+                                                             const lock::Resource& resource,
+                                                             const lock::OwnerId& owner,
+                                                             lock::Token token,
+                                                             const std::string& boot_id,
+                                                             std::int64_t pid_ns) {
+  return parse_holder_trace(m_impl->call(
+      "reading a holder's process facts", "holder_trace", "$1, $2, $3::uuid, $4::bigint, $5, $6::bigint",
+      {ns, resource.str(), owner.str(), std::to_string(token), boot_id, std::to_string(pid_ns)},
+      pg::Retry::if_broken));
+}
+
+bool PostgresStore::end_dead_lease(const DeadHolderClaim& claim) {
+  // Sent again after a dropped connection, an ended lease answers false:
+  // the next attempt finds it gone either way.
+  return m_impl->call("ending a dead holder's lease", "end_dead_lease",
+                      "$1, $2, $3::uuid, $4::bigint, $5, $6::bigint, $7::bigint, $8::bigint, $9",
+                      {claim.ns, claim.resource.str(), claim.owner.str(),
+                       std::to_string(claim.token), claim.trace.boot_id,
+                       std::to_string(claim.trace.pid_ns), std::to_string(claim.trace.pid),
+                       std::to_string(claim.trace.pid_start), holder_died_by(claim.caller)},
+                      pg::Retry::if_broken) == "true";
+}
+
 std::optional<milliseconds> PostgresStore::still_holds_interval() const {
   if (!m_watch)
     return std::nullopt;

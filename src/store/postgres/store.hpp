@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "store/dead_holder.hpp"
 #include "store/postgres/lease_watch.hpp"
 #include "store/server/json_replies.hpp"
 #include "store/store.hpp"
@@ -29,7 +30,7 @@ std::unique_ptr<Store> make_postgres_store(const StoreOptions& options);
 // Throws clk::Error(config) for an invalid schema name.
 std::string postgres_schema_sql(const std::string& pg_schema);
 
-class PostgresStore final : public Store {
+class PostgresStore final : public Store, public DeadHolders {
  public:
   explicit PostgresStore(const StoreOptions& options);
   ~PostgresStore() override;
@@ -53,6 +54,13 @@ class PostgresStore final : public Store {
   // own schedule.
   void renew(const RenewRequest& request) override;
   void note_leftovers(const LeftoversNote& note) override;
+  void note_holder(const RenewRequest& held, const HolderTrace& trace) override;
+  std::optional<HolderTrace> holder_trace(const std::string& ns,
+                                                const lock::Resource& resource,
+                                                const lock::OwnerId& owner,
+                                                lock::Token token, const std::string& boot_id,
+                                                std::int64_t pid_ns) override;
+  bool end_dead_lease(const DeadHolderClaim& claim) override;
   // A read of the status function per resource: a round trip each, so it is
   // asked only when the lease watch (options.watch_lease) heard of a loss or
   // cannot tell; without the watch still_holds_interval() is none and a loss

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "store/dead_holder.hpp"
 #include "store/store.hpp"
 
 namespace clk::store {
@@ -45,5 +46,7 @@ ReleaseReply parse_release(const std::string& json);
 
 std::vector<HistoryEvent> parse_history(const std::string& json);
 GcReport parse_gc(const std::string& json);
+// holder_trace(): the trace recorded on a lease; none for null or "".
+std::optional<HolderTrace> parse_holder_trace(const std::string& json);
 
 }  // namespace clk::store

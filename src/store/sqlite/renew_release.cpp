@@ -82,11 +82,9 @@ void SqliteStore::renew(const RenewRequest& request) {
 }
 
 // As renew(): the owner's proof first, then each lease must be live under
-// its token; only then is the list written, on every lease or none.
-void SqliteStore::note_leftovers(const LeftoversNote& note) {
-  const auto& held = note.held;
-  WriteTransaction tx(m_db);
-  auto now = now_ms();
+// its token; a refusal is thrown (after committing its record).
+void SqliteStore::check_still_held(const RenewRequest& held, std::int64_t now,
+                                   WriteTransaction& tx) {
   if (!proves_owner(held.owner, held.secret)) {
     record_refused(held.ns, held.resources, held.owner, std::nullopt, {}, describe(held.caller),
                    now);
@@ -115,6 +113,15 @@ void SqliteStore::note_leftovers(const LeftoversNote& note) {
       throw refusal_error(Operation::renew, {Refusal::not_proven, resource}, held.owner);
     }
   }
+}
+
+// The proof and the leases are checked first (check_still_held); only then
+// is the list written, on every lease or none.
+void SqliteStore::note_leftovers(const LeftoversNote& note) {
+  const auto& held = note.held;
+  WriteTransaction tx(m_db);
+  auto now = now_ms();
+  check_still_held(held, now, tx);
   std::optional<std::string> leftovers;
   if (!note.leftovers.empty())
     leftovers = encode_leftovers(note.leftovers);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lock/conflict.hpp"
+#include "store/dead_holder.hpp"
 #include "store/sqlite/db.hpp"
 #include "store/sqlite/expected_runs.hpp"
 #include "store/sqlite/rows.hpp"
@@ -66,7 +67,7 @@ inline constexpr const char* k_record_success =
     "   owner = excluded.owner, host = excluded.host, token = excluded.token"
     " WHERE excluded.started_at >= last_success.started_at";
 
-class SqliteStore final : public Store {
+class SqliteStore final : public Store, public DeadHolders {
  public:
   explicit SqliteStore(std::string path) : m_db(std::move(path), k_busy_timeout) { migrate(); }
 
@@ -78,6 +79,14 @@ class SqliteStore final : public Store {
   void renew(const RenewRequest& request) override;
   bool still_holds(const RenewRequest& held) override;
   void note_leftovers(const LeftoversNote& note) override;
+  // A dead holder's lease: store/sqlite/dead_holder.cpp.
+  void note_holder(const RenewRequest& held, const HolderTrace& trace) override;
+  std::optional<HolderTrace> holder_trace(const std::string& ns,
+                                                const lock::Resource& resource,
+                                                const lock::OwnerId& owner,
+                                                lock::Token token, const std::string& boot_id,
+                                                std::int64_t pid_ns) override;
+  bool end_dead_lease(const DeadHolderClaim& claim) override;
   std::optional<milliseconds> still_holds_interval() const override { return milliseconds(200); }
   std::vector<Released> release(const ReleaseRequest& request) override;
   // Missed runs: store/sqlite/expected_runs.cpp.
@@ -143,6 +152,7 @@ class SqliteStore final : public Store {
                         const lock::OwnerId& owner, std::optional<lock::Token> token,
                         std::int64_t at);
   void remove_lease(const lock::Lease& lease);
+  void check_still_held(const RenewRequest& held, std::int64_t now, WriteTransaction& tx);
   bool proves(const lock::Lease& lease, const std::string& secret);
   bool proves_owner(const lock::OwnerId& owner, const std::string& secret);
   bool held_once_by(const std::string& ns, const lock::Resource& resource,

@@ -1,0 +1,182 @@
+-- clock on MariaDB: a lease whose holder died on its own host
+-- (docs/dead-holder.md), as PostgreSQL's 70_dead_holder.sql. The server
+-- cannot see processes: clock run records what identifies its process and
+-- its job (clock_note_holder), a requester on the same host reads it
+-- (clock_holder_trace), judges there that nothing of it is left, and asks
+-- clock_end_dead_lease to end exactly that lease. READ COMMITTED; every
+-- write under the hierarchy slots its resources' other writers take.
+
+-- note_holder(p_namespace, p_resources, p_owner, p_tokens, p_boot_id,
+-- p_pid_ns, p_pid, p_pid_start, p_job_group, p_job_cgroup, p_secret, p_by)
+-- → note_holder: {"outcome": "noted", "now"} or {"outcome": "not_owner",
+-- "lost", "now"}, as clock_note_leftovers: in the owner's name, all or none.
+-- Written on the leases whose pid is p_pid only (a nested clock run
+-- re-enters the outer one's lease, which keeps the outer one's trace).
+CREATE OR REPLACE PROCEDURE clock_note_holder(
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
+  IN p_tokens LONGTEXT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT, IN p_pid BIGINT,
+  IN p_pid_start BIGINT,
+  IN p_job_group BIGINT, IN p_job_cgroup VARCHAR(4096),
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512))
+  MODIFIES SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: record the holder''s process facts on its leases (PostgreSQL note_holder())'
+BEGIN
+  DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_refuses BOOLEAN;
+  DECLARE v_now BIGINT;
+  DECLARE v_count INT;
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(255);
+  DECLARE v_token BIGINT;
+  DECLARE v_found BOOLEAN;
+  DECLARE v_lease_token BIGINT;
+  DECLARE v_lease_expires BIGINT;
+  DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
+  DECLARE v_lost LONGTEXT DEFAULT '[]';
+  DECLARE v_result LONGTEXT;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  CALL clock_rec_check_names(p_namespace, p_resources);
+  SET v_owner = clock_rec_owner(p_owner);
+  SET v_count = JSON_LENGTH(p_resources);
+  IF v_owner IS NULL OR p_tokens IS NULL
+     OR NOT JSON_VALID(p_tokens) OR JSON_TYPE(p_tokens) <> 'ARRAY'
+     OR (JSON_LENGTH(p_tokens) > 0 AND JSON_LENGTH(p_tokens) <> v_count)
+     OR p_boot_id IS NULL OR p_pid_ns IS NULL OR p_pid IS NULL OR p_pid_start IS NULL
+     OR p_pid_start < 0 THEN
+    SIGNAL SQLSTATE '22023'
+      SET MESSAGE_TEXT = 'note_holder: invalid owner, tokens (one per resource, or none) or '
+                         'trace (boot id, pid namespace, start time)';
+  END IF;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  SET v_now = clock_now_us();
+  CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
+  IF v_refuses THEN
+    CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, NULL, NULL, NULL, NULL, NULL,
+                           NULL, p_by);
+    SET v_result = JSON_OBJECT(
+      'outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
+      'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
+                                    ORDER BY t.n)
+               FROM JSON_TABLE(p_resources, '$[*]'
+                               COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+  ELSE
+    WHILE v_i < v_count DO
+      SET v_resource = clock_rec_nth(p_resources, v_i);
+      SET v_token = IF(JSON_LENGTH(p_tokens) > 0,
+                       CAST(JSON_VALUE(p_tokens, CONCAT('$[', v_i, ']')) AS SIGNED), NULL);
+      SET v_found = TRUE;
+      SELECT token, expires_us, secret_hash INTO v_lease_token, v_lease_expires, v_lease_hash
+      FROM leases
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner
+      FOR UPDATE;
+      IF NOT v_found THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'gone'));
+      ELSEIF v_lease_token <> v_token THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
+      ELSEIF v_lease_expires <= v_now THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
+      ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
+        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
+          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
+        CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
+                                   COALESCE(p_by, ''));
+      END IF;
+      SET v_i = v_i + 1;
+    END WHILE;
+    IF JSON_LENGTH(v_lost) > 0 THEN
+      SET v_result = JSON_OBJECT('outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
+                                 'lost', JSON_EXTRACT(v_lost, '$'));
+    ELSE
+      SET v_i = 0;
+      WHILE v_i < v_count DO
+        UPDATE leases
+        SET holder_boot_id = p_boot_id, holder_pid_ns = p_pid_ns, holder_pid_start = p_pid_start,
+            job_group = NULLIF(p_job_group, 0), job_cgroup = NULLIF(p_job_cgroup, '')
+        WHERE namespace = p_namespace AND resource = clock_rec_nth(p_resources, v_i)
+          AND owner = v_owner AND pid = p_pid;
+        SET v_i = v_i + 1;
+      END WHILE;
+      SET v_result = JSON_OBJECT('outcome', 'noted', 'now', CAST(v_now AS SIGNED));
+    END IF;
+  END IF;
+  COMMIT;
+  SELECT v_result AS `note_holder`;
+END;
+
+-- holder_trace(p_namespace, p_resource, p_owner, p_token, p_boot_id,
+-- p_pid_ns) → holder_trace: {"boot_id", "pid_ns", "pid", "pid_start",
+-- "job_group", "job_cgroup"} of the live lease of p_owner on p_resource
+-- under p_token, only when it names that boot id and pid namespace (the
+-- boot id is readable on the holder's host alone), else JSON null.
+CREATE OR REPLACE PROCEDURE clock_holder_trace(
+  IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024), IN p_owner VARCHAR(64),
+  IN p_token BIGINT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT)
+  READS SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: the process facts recorded on one lease (PostgreSQL holder_trace())'
+BEGIN
+  SELECT COALESCE(
+    (SELECT JSON_OBJECT('boot_id', holder_boot_id, 'pid_ns', holder_pid_ns, 'pid', pid,
+                        'pid_start', holder_pid_start, 'job_group', job_group,
+                        'job_cgroup', job_cgroup)
+     FROM leases
+     WHERE namespace = p_namespace AND resource = p_resource AND owner = clock_rec_owner(p_owner)
+       AND token = p_token AND holder_boot_id = p_boot_id AND holder_pid_ns = p_pid_ns
+       AND (expires_us IS NULL OR expires_us > clock_now_us())),
+    'null') AS `holder_trace`;
+END;
+
+-- end_dead_lease(p_namespace, p_resource, p_owner, p_token, p_boot_id,
+-- p_pid_ns, p_pid, p_pid_start, p_by) → end_dead_lease: 1 when the lease of
+-- p_owner on p_resource under p_token, with that recorded boot id, pid
+-- namespace, pid and start time, was ended ('expired', forced_by p_by:
+-- "user@host pid N (holder died)", db_user the login); 0 when there is no such
+-- lease. What a login can do with it: docs/threat-model.md, "Dead holders".
+CREATE OR REPLACE PROCEDURE clock_end_dead_lease(
+  IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024), IN p_owner VARCHAR(64),
+  IN p_token BIGINT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT, IN p_pid BIGINT,
+  IN p_pid_start BIGINT, IN p_by VARCHAR(512))
+  MODIFIES SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: end a lease whose holder died on its host (PostgreSQL end_dead_lease())'
+BEGIN
+  DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_resources LONGTEXT;
+  DECLARE v_now BIGINT;
+  DECLARE v_acquired BIGINT;
+  DECLARE v_ended INT DEFAULT 0;
+  DECLARE v_found BOOLEAN DEFAULT TRUE;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  SET v_resources = JSON_ARRAY(CONVERT(p_resource USING utf8mb4));
+  CALL clock_rec_check_names(p_namespace, v_resources);
+  SET v_owner = clock_rec_owner(p_owner);
+  IF v_owner IS NULL OR p_token IS NULL OR p_boot_id IS NULL OR p_pid_ns IS NULL
+     OR p_pid IS NULL OR p_pid_start IS NULL THEN
+    SIGNAL SQLSTATE '22023'
+      SET MESSAGE_TEXT = 'end_dead_lease: the owner, token, boot id, pid namespace, pid and '
+                         'start time are all needed';
+  END IF;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  CALL clock_rec_lock_slots(p_namespace, v_resources);
+  SET v_now = clock_now_us();
+  SELECT acquired_us INTO v_acquired FROM leases
+  WHERE namespace = p_namespace AND resource = p_resource AND owner = v_owner
+    AND token = p_token AND holder_boot_id = p_boot_id AND holder_pid_ns = p_pid_ns
+    AND pid = p_pid AND holder_pid_start = p_pid_start
+  FOR UPDATE;
+  IF v_found THEN
+    CALL clock_rec_lease_event('expired', v_now, p_namespace, p_resource, v_owner, NULL,
+                               v_now - v_acquired, COALESCE(p_by, ''));
+    DELETE FROM leases
+    WHERE namespace = p_namespace AND resource = p_resource AND owner = v_owner;
+    SET v_ended = 1;
+  END IF;
+  COMMIT;
+  SELECT v_ended AS `end_dead_lease`;
+END;
