@@ -50,13 +50,13 @@ await_held() {
   return 1
 }
 # steady_status N: the status JSON read on node N alone, without what depends
-# on the instant it is read.
+# on the instant it is read (a renewal may come between two nodes' reads).
 steady_status() {
   run_clock --database "$(only "$1")" status --format json 2>/dev/null | python3 -c '
 import json, sys
 def strip(v):
     if isinstance(v, dict):
-        return {k: strip(x) for k, x in v.items() if k != "now" and not k.endswith(("_in_ms", "_for_ms"))}
+        return {k: strip(x) for k, x in v.items() if k not in ("now", "renewed_at", "expires_at") and not k.endswith(("_in_ms", "_for_ms"))}
     if isinstance(v, list):
         return [strip(x) for x in v]
     return v
