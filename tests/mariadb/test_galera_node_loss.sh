@@ -18,37 +18,6 @@ set -uo pipefail
 db=node_loss_$$
 # shellcheck source=tests/mariadb/galera_test_lib.sh
 source "$(dirname "$0")/galera_test_lib.sh"
-# url N: every node, node N first (a host on node N fails over to the others).
-url() {
-  local first=$1 hosts="" n
-  for n in "$first" $(((first % 3) + 1)) $((((first + 1) % 3) + 1)); do
-    hosts+="${hosts:+,}127.0.0.1:$(port "$n")"
-  done
-  echo "mariadb://root@$hosts/$db"
-}
-only() { echo "mariadb://root@127.0.0.1:$(port "$1")/$db"; }
-# await_held URL RESOURCE: waits (up to 30 s) until RESOURCE has a holder.
-await_held() {
-  for _ in $(seq 300); do
-    run_clock --database "$1" status --format json "$2" 2>/dev/null | grep -q '"holders": \[$' && return 0
-    sleep 0.1
-  done
-  echo "     $2 never got a holder" >&2
-  return 1
-}
-# The status JSON without what depends on the instant it is read.
-steady_status() {
-  run_clock --database "$(only "$1")" status --format json 2>/dev/null | python3 -c '
-import json, sys
-def strip(v):
-    if isinstance(v, dict):
-        return {k: strip(x) for k, x in v.items() if k != "now" and not k.endswith(("_in_ms", "_for_ms"))}
-    if isinstance(v, list):
-        return [strip(x) for x in v]
-    return v
-print(json.dumps(strip(json.load(sys.stdin)), sort_keys=True))'
-}
-
 on_node 1 "CREATE DATABASE $db"
 check "clock init on node 1" run_clock --database "$(url 1)" init
 
@@ -92,7 +61,6 @@ for n in 1 2 3; do steady_status "$n" >"$work/status.$n"; done
 check "status shows the lease held through the loss" grep -q '"resource": "kept.res"' "$work/status.1"
 check "status is the same on node 1 as on node 2" same "$(cat "$work/status.1")" "$(cat "$work/status.2")"
 check "and on node 3" same "$(cat "$work/status.3")" "$(cat "$work/status.2")"
-history_of() { on_node "$1" "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(token), 0) FROM $db.history"; }
 check "the history is the same on the three nodes" \
   same "$(history_of 1) $(history_of 3)" "$(history_of 2) $(history_of 2)"
 touch "$work/release-kept"

@@ -47,11 +47,14 @@ std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
       return statement.query(params);
     } catch (const ServerTrouble& e) {
       // Unavailable: fail() closed the connection, the next attempt opens a
-      // new one. Retry: InnoDB (1213) or the procedure's exit handler (1205)
-      // rolled the transaction back, and the session is as it was.
+      // new one, on the next host of the URL (a node lost, not ready or cut
+      // off from its cluster). Retry: InnoDB (1213) or the procedure's exit
+      // handler (1205) rolled the transaction back, and the session is as it
+      // was.
       if (e.kind() != Trouble::unavailable && e.kind() != Trouble::retry)
         throw;
-      if (e.kind() == Trouble::unavailable && sent && resend == Resend::if_unsent) {
+      if (e.kind() == Trouble::unavailable && sent && resend == Resend::if_unsent &&
+          !e.took_no_effect()) {
         throw OutcomeUnknown(std::string(e.what()) + " while " + std::string(what) +
                              " ran: whether it took effect is unknown");
       }

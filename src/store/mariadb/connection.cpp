@@ -8,6 +8,7 @@
 #include <mutex>
 #include <mysql.h>
 #include <mysqld_error.h>
+#include <strings.h>
 
 #include <spdlog/spdlog.h>
 
@@ -40,6 +41,11 @@ Trouble classify(unsigned error_number) {
     default:
       return Trouble::internal;
   }
+}
+
+bool ServerTrouble::took_no_effect() const {
+  return m_number == ER_LOCK_DEADLOCK || m_number == ER_LOCK_WAIT_TIMEOUT ||
+         m_number == ER_UNKNOWN_COM_ERROR || m_number == ER_ERROR_DURING_COMMIT;
 }
 
 ServerTrouble::ServerTrouble(Trouble trouble, unsigned number, std::string message)
@@ -167,6 +173,7 @@ void Connection::connect_to(const MariadbHost& host) {
                           c_str_or_null(url.socket), CLIENT_FOUND_ROWS | CLIENT_MULTI_RESULTS)) {
     fail(url.hosts.size() > 1 ? "connect to " + host.label() : std::string("connect"));
   }
+  m_connected = true;
 }
 
 const MariadbHost& Connection::host() const {
@@ -178,6 +185,80 @@ void Connection::close() noexcept {
     mysql_close(m_handle);
     m_handle = nullptr;
   }
+  m_connected = false;
+}
+
+namespace {
+
+// Readable on a node outside the primary component: SHOW is neither refused
+// (1047) nor held by wsrep_sync_wait = 1, which only waits before SHOW at 8.
+constexpr std::string_view k_node_state_sql =
+    "SHOW GLOBAL STATUS WHERE Variable_name IN "
+    "('wsrep_cluster_status', 'wsrep_ready', 'wsrep_local_state')";
+
+// wsrep_local_state 4: Synced (1 Joining, 2 Donor, 3 Joined).
+constexpr std::string_view k_synced = "4";
+
+}  // namespace
+
+bool Connection::cut_off() {
+  if (!m_connected)
+    return false;  // the connect failed: its error is what it is
+  if (mysql_real_query(m_handle, k_node_state_sql.data(), k_node_state_sql.size()) != 0)
+    return true;
+  MYSQL_RES* result = mysql_store_result(m_handle);
+  if (!result)
+    return true;
+  std::string cluster, ready, state;
+  while (MYSQL_ROW row = mysql_fetch_row(result)) {
+    if (!row[0] || !row[1])
+      continue;
+    if (strcasecmp(row[0], "wsrep_cluster_status") == 0)
+      cluster = row[1];
+    else if (strcasecmp(row[0], "wsrep_ready") == 0)
+      ready = row[1];
+    else if (strcasecmp(row[0], "wsrep_local_state") == 0)
+      state = row[1];
+  }
+  mysql_free_result(result);
+  if (cluster.empty() || cluster == "Disconnected")
+    return false;  // not a cluster's node: a 1205 is a row lock's wait
+  return cluster != "Primary" || ready != "ON" || state != k_synced;
+}
+
+ServerTrouble Connection::judge(unsigned number, std::string message) {
+  if (number == ER_PROCACCESS_DENIED_ERROR) {
+    message +=
+        "; run 'clock check' as this login to see what it lacks (the roles are in "
+        "sql/mariadb/roles.sql)";
+  }
+  Trouble trouble = classify(number);
+  // Not asked after 1213 (a certification failure, frequent under
+  // contention and never a cut-off node's answer), after trouble that moves
+  // on anyway, nor after the client library's own errors (2000 and up: a
+  // session out of step answers nothing reliably).
+  const bool ask =
+      number == ER_LOCK_WAIT_TIMEOUT || (trouble == Trouble::internal && number < CR_MIN_ERROR);
+  if (ask && cut_off()) {
+    trouble = Trouble::unavailable;
+    message += "; the Galera node " + host().label() +
+               " is cut off from its cluster (not in the primary component, not ready or not "
+               "synced)";
+  }
+  return ServerTrouble(trouble, number, std::move(message));
+}
+
+void Connection::leave_after(Trouble trouble) noexcept {
+  // A connection that met trouble is not used again: its session may be in
+  // any state (a half-read reply, a rolled-back transaction).
+  if (trouble != Trouble::retry)
+    close();
+  // A host that cannot be reached, is full, dropped the statement, is not
+  // ready (1047) or is cut off from its cluster is left for the next of
+  // the list, if there is one: any node of a Galera cluster serves every
+  // request.
+  if (trouble == Trouble::unavailable)
+    m_host = (m_host + 1) % m_options.url.hosts.size();
 }
 
 void Connection::fail(std::string_view what) {
@@ -186,22 +267,9 @@ void Connection::fail(std::string_view what) {
                         " (error " + std::to_string(number) + ")";
   if (number == ER_ACCESS_DENIED_ERROR)
     message += access_denied_hint(mysql_error(m_handle), m_options.url);
-  if (number == ER_PROCACCESS_DENIED_ERROR) {
-    message +=
-        "; run 'clock check' as this login to see what it lacks (the roles are in "
-        "sql/mariadb/roles.sql)";
-  }
-  Trouble trouble = classify(number);
-  // A connection that met trouble is not used again: its session may be in
-  // any state (a half-read reply, a rolled-back transaction).
-  if (trouble != Trouble::retry)
-    close();
-  // A host that cannot be reached, is full, dropped the statement or is
-  // not ready (1047) is left for the next of the list, if there is one: any
-  // node of a Galera cluster serves every request.
-  if (trouble == Trouble::unavailable)
-    m_host = (m_host + 1) % m_options.url.hosts.size();
-  throw ServerTrouble(trouble, number, std::move(message));
+  ServerTrouble trouble = judge(number, std::move(message));
+  leave_after(trouble.kind());
+  throw trouble;
 }
 
 void Connection::execute(std::string_view what, const std::string& sql) {
@@ -266,20 +334,15 @@ Statement::~Statement() {
 
 void Statement::fail() {
   unsigned number = mysql_stmt_errno(m_handle);
-  std::string message = "MariaDB: " + m_what + " failed: " + mysql_stmt_error(m_handle) +
-                        " (error " + std::to_string(number) + ")";
-  if (number == ER_PROCACCESS_DENIED_ERROR) {
-    message +=
-        "; run 'clock check' as this login to see what it lacks (the roles are in "
-        "sql/mariadb/roles.sql)";
-  }
-  Trouble trouble = classify(number);
-  if (trouble != Trouble::retry) {
+  ServerTrouble trouble =
+      m_connection->judge(number, "MariaDB: " + m_what + " failed: " + mysql_stmt_error(m_handle) +
+                                      " (error " + std::to_string(number) + ")");
+  if (trouble.kind() != Trouble::retry) {
     mysql_stmt_close(m_handle);
     m_handle = nullptr;
-    m_connection->close();
   }
-  throw ServerTrouble(trouble, number, std::move(message));
+  m_connection->leave_after(trouble.kind());
+  throw trouble;
 }
 
 void Statement::bind_and_execute(const Params& params) {

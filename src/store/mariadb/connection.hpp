@@ -17,8 +17,10 @@
 //   connection goes to the host that answered last, then each of the others
 //   in the URL's order, each given at most k_connect_timeout_per_node; a
 //   statement that loses its node (2006, 2013, 1047 not ready) moves the
-//   next connection to the next host; and every read waits until its node
-//   has applied the cluster's earlier commits (wsrep_sync_wait = 1);
+//   next connection to the next host, and so does a lock wait timeout
+//   (1205) from a node cut off from its cluster (see Connection::judge);
+//   and every read waits until its node has applied the cluster's earlier
+//   commits (wsrep_sync_wait = 1);
 // - no automatic reconnect (MYSQL_OPT_RECONNECT off): a silently new session
 //   would hide that a statement's outcome is unknown;
 // - the option files (MYSQL_READ_DEFAULT_GROUP): [client], [client-server],
@@ -69,6 +71,11 @@ class ServerTrouble : public clk::Error {
   ServerTrouble(Trouble trouble, unsigned number, std::string message);
   Trouble kind() const { return m_trouble; }
   unsigned number() const { return m_number; }
+  // Whether the server refused or rolled back the statement, so that it
+  // took no effect: 1213 and 1205 (rolled back), 1180 (its commit failed),
+  // 1047 (a node not ready runs nothing). A lost connection (2006, 2013)
+  // leaves it unknown.
+  bool took_no_effect() const;
 
  private:
   Trouble m_trouble;
@@ -88,7 +95,8 @@ class OutcomeUnknown : public clk::Error {
 // sent twice (a grant by request id, a renewal, a read); `if_unsent` for
 // one that must not (a release undoes a re-entry each time), which is sent
 // again only when it cannot have run (the connect or prepare failed, or the
-// server rolled it back: 1213, 1205), else throws OutcomeUnknown.
+// server refused or rolled it back: ServerTrouble::took_no_effect), else
+// throws OutcomeUnknown.
 enum class Resend { allowed, if_unsent };
 
 // One bound parameter: SQL NULL, an integer or a string (bytes).
@@ -148,7 +156,8 @@ class Connection {
   // Runs one prepared statement (a CALL of a clock procedure, each one
   // transaction) and returns every row of its first result, waiting out
   // server trouble (call.cpp): Trouble::unavailable closes the connection,
-  // backs off (util::Backoff) and sends it again on a new one;
+  // backs off (util::Backoff) and sends it again on a new one, to the next
+  // host of the URL;
   // Trouble::retry (1213, 1205: the transaction was rolled back) backs off
   // and sends it again on the same one. Past the deadline it throws
   // clk::Error(unavailable) with the last trouble; refused and internal
@@ -163,10 +172,31 @@ class Connection {
   friend class Statement;
   void connect_to(const MariadbHost& host);
   [[noreturn]] void fail(std::string_view what);
+  // Error `number` on this connection, with its message: classify(), except
+  // that a lock wait timeout (1205) or an unclassified error (a commit that
+  // failed, 1180) from a Galera node cut off from its cluster is
+  // unavailable, not a reason to send the statement again on the same
+  // session nor a bug. A node outside the primary component answers 1205
+  // at once to any read under wsrep_sync_wait (and 1047 to anything that
+  // touches a table); a write in flight when it leaves fails its commit
+  // (1180). So after those the node's own state is asked (cut_off()),
+  // which costs a healthy node nothing: it is asked only after an error.
+  ServerTrouble judge(unsigned number, std::string message);
+  // Whether the node behind this connection is a Galera node that cannot
+  // serve: not in the primary component (wsrep_cluster_status), not ready
+  // (wsrep_ready) or not synced with the cluster (wsrep_local_state). A
+  // server that is no cluster's node (no wsrep status, or "Disconnected":
+  // wsrep off) is not cut off; one that cannot answer is.
+  bool cut_off();
+  // After trouble other than retry the connection is closed (its session
+  // may be in any state); after unavailable the next one goes to the next
+  // host of the URL.
+  void leave_after(Trouble trouble) noexcept;
 
   ConnectOptions m_options;
   st_mysql* m_handle = nullptr;
-  std::size_t m_host = 0;  // index into m_options.url.hosts
+  bool m_connected = false;  // m_handle's connect succeeded
+  std::size_t m_host = 0;    // index into m_options.url.hosts
   std::optional<std::chrono::steady_clock::time_point> m_retry_until;
 };
 
