@@ -29,4 +29,7 @@ std::string_view mariadb_procedures_sha256();
 // The files of sql/postgres/functions/ and the sha256 (hex) of their texts.
 const std::vector<store::Migration>& postgres_functions();
 std::string_view postgres_functions_sha256();
+// Release 1.0's sql/postgres/functions, frozen in sql/postgres/release-1.0.
+const std::vector<store::Migration>& postgres_release_1_0_functions();
+std::string_view postgres_release_1_0_functions_sha256();
 }  // namespace clk::sql
