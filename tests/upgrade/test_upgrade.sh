@@ -111,6 +111,47 @@ for first in old new; do
   check "$first first: and inits move no stamp either" test "$(stamps)" = "$before"
 done
 
+# --- 1b. Least privilege (PostgreSQL): the owner's clock init of the new
+# release first, then app logins of both; and the reverse, where the new
+# release's app login meets a schema v1.0.0 set up and names the init to run.
+if [[ $backend == postgres ]]; then
+  repo=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
+  psql "$CLOCK_TEST_PG_URL" -c "DO \$\$BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'upgrade_web') THEN
+      CREATE ROLE upgrade_web LOGIN; END IF; END\$\$" >/dev/null
+  for first in new old; do
+    url=$(fresh "least_$first")
+    owner_url=$url
+    app_url="$url user=upgrade_web"
+    url=$owner_url
+    expect 0 "least privilege, $first's init first: the owner's init" "$first" init
+    roles=$repo/sql/postgres/roles.sql
+    [[ $first == old ]] && { git -C "$repo" show "${CLOCK_OLD_COMMIT:-v1.0.0}:sql/postgres/roles.sql" >"$work/roles_old.sql"; roles=$work/roles_old.sql; }
+    psql "$owner_url" -f "$roles" >/dev/null
+    psql "$owner_url" -c "GRANT clock_operator TO upgrade_web" >/dev/null
+    before=$(stamps)
+    url=$app_url
+    if [[ $first == new ]]; then
+      expect 0 "least privilege, new's init first: old's app login runs" old run -r least.job -- true
+      expect 0 "least privilege, new's init first: new's app login runs" new run -r least.job -- true
+    else
+      expect 0 "least privilege, old's init first: old's app login runs" old run -r least.job -- true
+      expect 78 "least privilege, old's init first: new's app login is refused" new run -r least.job -- true
+      check "and names the init to run ($(head -c 300 "$work/err"))" grep -q "clock init' of clock 1\\.1" "$work/err"
+      url=$owner_url
+      expect 0 "least privilege, old's init first: then the owner's init of new" new init
+      url=$app_url
+      expect 0 "least privilege: new's app login then runs (grants copied)" new run -r least.job -- true
+      expect 0 "least privilege: and old's still runs" old run -r least.job -- true
+      url=$owner_url
+      before=$(stamps)
+      url=$app_url
+    fi
+    url=$owner_url
+    check "least privilege, $first first: no stamp moved" test "$(stamps)" = "$before"
+  done
+fi
+
 # --- 2. One resource, both releases --------------------------------------------
 url=$(fresh shared)
 url_db=upgrade_$$_shared
