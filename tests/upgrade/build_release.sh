@@ -38,14 +38,15 @@ else
   git -C "$src" checkout --quiet --detach "$commit"
 fi
 
-# The build directory is build/ in the checked-out tree, as `make build`
-# makes it: the compiler then sees the same relative paths as in any
-# checkout's build/, so ccache (CCACHE_BASEDIR) serves a build of that
-# commit made anywhere.
+# The build directory is build/ in the checked-out tree, of `make build`'s
+# build type: the compiler then sees the same relative paths and flags as in
+# any checkout's build/, so ccache (CCACHE_BASEDIR) serves the objects of a
+# build of that commit made anywhere (the tests off changes only the
+# PostgreSQL module's: no fault hooks).
 build=$src/build
 gen=()
 if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
-cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCLOCK_BUILD_TESTS=OFF -DENABLE_SANITIZERS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target clock clock_postgres clock_mariadb >/dev/null
 

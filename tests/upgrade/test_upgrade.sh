@@ -237,11 +237,22 @@ grants=$(python3 -c '
 import json, sys
 events = json.load(open(sys.argv[1]))["events"]
 print(" ".join(e["resource"] + ":" + str(e["token"]) for e in reversed(events) if e["event"] == "acquired"))' "$work/history_new.json")
-skipped=$(python3 -c '
+# Each event of a kind on resources of a prefix, counted.
+count_events() {
+  python3 -c '
 import json, sys
 events = json.load(open(sys.argv[1]))["events"]
-print(sum(1 for e in events if e["event"] == "skipped"))' "$work/history_new.json")
-check "history records both --once-per skips (got $skipped)" test "$skipped" -eq 2
+print(sum(1 for e in events if e["event"] == sys.argv[2] and e["resource"].startswith(sys.argv[3])))' \
+    "$work/history_new.json" "$1" "$2"
+}
+check "history records both -n refusals as skipped (got $(count_events skipped shared.job))" \
+  test "$(count_events skipped shared.job)" -eq 2
+check "and both -w time-outs (got $(count_events timed_out shared.job))" \
+  test "$(count_events timed_out shared.job)" -eq 2
+check "and both --once-per skips (got $(count_events skipped shared.daily))" \
+  test "$(count_events skipped shared.daily)" -eq 2
+check "and both forced releases (got $(count_events forced shared.forced))" \
+  test "$(count_events forced shared.forced)" -eq 2
 check "each resource's grants increase in token ($grants)" python3 -c '
 import sys
 last = {}
