@@ -136,10 +136,10 @@ case $backend in
     app_url_of() { echo "$1 user=upgrade_web"; } ;;
   mariadb)
     apply_roles() { sql "$db_name" <"$(roles_of "$1")" &&
-                      sql -e "CREATE USER IF NOT EXISTS 'upgrade_web'@'localhost';
+                      sql -e "CREATE USER IF NOT EXISTS 'upgrade_web'@'localhost' IDENTIFIED BY 'pw';
                               GRANT clock_operator TO 'upgrade_web'@'localhost';
                               SET DEFAULT ROLE clock_operator FOR 'upgrade_web'@'localhost'"; }
-    app_url_of() { echo "mariadb://upgrade_web@localhost/$db_name?socket=$CLOCK_TEST_MARIADB_SOCKET"; } ;;
+    app_url_of() { echo "mariadb://upgrade_web:pw@localhost/$db_name?socket=$CLOCK_TEST_MARIADB_SOCKET"; } ;;
 esac
 if [[ $backend != sqlite ]]; then
   for first in new old; do
