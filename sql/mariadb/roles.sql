@@ -84,3 +84,35 @@ GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
 
 GRANT EXECUTE ON PROCEDURE clock_force_release TO clock_operator;
 GRANT EXECUTE ON PROCEDURE clock_gc_batch TO clock_operator;
+
+-- Each release from 1.1 on calls its own set of routines, named with the
+-- set's suffix (docs/upgrades.md): the same grants on every set that
+-- routine_sets records (the unsuffixed ones above are release 1.0's).
+DELIMITER $$
+BEGIN NOT ATOMIC
+  DECLARE v_done INT DEFAULT 0;
+  DECLARE v_suffix VARCHAR(16);
+  DECLARE v_sets CURSOR FOR SELECT suffix FROM routine_sets WHERE suffix <> '';
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_done = 1;
+  OPEN v_sets;
+  each_set: LOOP
+    FETCH v_sets INTO v_suffix;
+    IF v_done THEN
+      LEAVE each_set;
+    END IF;
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_status_rows', v_suffix, ' TO clock_reader');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_history', v_suffix, ' TO clock_reader');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_expected_rows', v_suffix, ' TO clock_reader');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_try_acquire', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_leave_queue', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_record_missed_run', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_renew', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_note_leftovers', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_release', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_expect_runs', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_force_release', v_suffix, ' TO clock_operator');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_gc_batch', v_suffix, ' TO clock_operator');
+  END LOOP;
+  CLOSE v_sets;
+END$$
+DELIMITER ;

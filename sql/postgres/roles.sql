@@ -116,4 +116,27 @@ GRANT EXECUTE ON FUNCTION
   :"schema".gc_batch(integer, bigint, boolean)
 TO clock_operator;
 
+-- Each release from 1.1 on calls its own set of functions, a schema of its
+-- own that routine_sets records (docs/upgrades.md; the functions above are
+-- release 1.0's): the same grants there, by name.
+SELECT format('REVOKE ALL ON SCHEMA %1$I FROM clock_app, clock_operator, clock_reader; '
+              'REVOKE ALL ON ALL FUNCTIONS IN SCHEMA %1$I '
+              'FROM PUBLIC, clock_app, clock_operator, clock_reader; '
+              'GRANT USAGE ON SCHEMA %1$I TO clock_app, clock_reader', s.name)
+FROM :"schema".routine_sets AS s
+WHERE s.name <> :'schema' AND to_regnamespace(quote_ident(s.name)) IS NOT NULL \gexec
+SELECT format('GRANT EXECUTE ON FUNCTION %s TO %I', p.oid::regprocedure, g.role)
+FROM :"schema".routine_sets AS s
+JOIN pg_proc AS p ON p.pronamespace = to_regnamespace(quote_ident(s.name))
+JOIN (VALUES ('try_acquire', 'clock_app'), ('leave_queue', 'clock_app'),
+             ('record_missed_run', 'clock_app'), ('renew', 'clock_app'),
+             ('note_leftovers', 'clock_app'), ('release', 'clock_app'),
+             ('status_rows', 'clock_app'), ('history', 'clock_app'),
+             ('expect_runs', 'clock_app'), ('expected_rows', 'clock_app'),
+             ('status_rows', 'clock_reader'), ('history', 'clock_reader'),
+             ('expected_rows', 'clock_reader'),
+             ('force_release', 'clock_operator'), ('gc_batch', 'clock_operator'))
+  AS g(name, role) ON g.name = p.proname
+WHERE s.name <> :'schema' \gexec
+
 COMMIT;

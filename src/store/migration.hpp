@@ -26,7 +26,13 @@ const std::vector<store::Migration>& mariadb_migrations();
 // in the MariaDB module only.
 const std::vector<store::Migration>& mariadb_procedures();
 std::string_view mariadb_procedures_sha256();
+// Release 1.0's sql/mariadb/procedures, frozen in sql/mariadb/release-1.0.
+const std::vector<store::Migration>& mariadb_release_1_0_procedures();
+std::string_view mariadb_release_1_0_procedures_sha256();
 // The files of sql/postgres/functions/ and the sha256 (hex) of their texts.
 const std::vector<store::Migration>& postgres_functions();
 std::string_view postgres_functions_sha256();
+// Release 1.0's sql/postgres/functions, frozen in sql/postgres/release-1.0.
+const std::vector<store::Migration>& postgres_release_1_0_functions();
+std::string_view postgres_release_1_0_functions_sha256();
 }  // namespace clk::sql

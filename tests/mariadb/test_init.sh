@@ -65,8 +65,11 @@ status=$?
 check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
 tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
 check "init made the tables ($tables)" test "$tables" = \
-  "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,run_counts,schema_migrations,successes,tokens,waiters"
-check "schema_migrations lists 001 to 004 and 006" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp,004_leftovers,006_dead_holder"
+  "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,routine_sets,run_counts,schema_migrations,successes,tokens,waiters"
+# Every migration of sql/mariadb/migrations, read from the folder so that a new one needs no edit here.
+all_migrations=$(cd "$(dirname "$0")/../../sql/mariadb/migrations" && LC_ALL=C ls *.sql | sed 's/\.sql$//' | paste -sd,)
+all_versions=$(cd "$(dirname "$0")/../../sql/mariadb/migrations" && LC_ALL=C ls *.sql | sed 's/_.*//; s/^0*//' | paste -sd,)
+check "schema_migrations lists every migration ($all_migrations)" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "$all_migrations"
 check "hierarchy_locks has its 16,385 slots" test "$(sql "$db" -e 'SELECT COUNT(*) FROM hierarchy_locks')" -eq 16385
 check "tokens has its one row at 0" test "$(sql "$db" -e 'SELECT last FROM tokens WHERE id = 1')" -eq 0
 server_us=$(sql "$db" -e 'SET time_zone = "+09:00"; SELECT clock_now_us()')
@@ -82,10 +85,18 @@ routines() {
   sql -e "SELECT GROUP_CONCAT(routine_name ORDER BY CAST(routine_name AS BINARY))
           FROM information_schema.routines WHERE routine_schema = '$1'"
 }
-# Every routine the files create, by name, in byte order.
+# Every routine the files create, by name, in byte order: the migrations',
+# release 1.0's (sql/mariadb/release-1.0) and this release's set, whose
+# names end in _r and the first 8 hex of the sha256 of its files
+# (docs/upgrades.md).
 sql_dir=$(dirname "$0")/../../sql/mariadb
-wanted=$(grep -ohiE 'CREATE (OR REPLACE )?(DEFINER *= *[^ ]+ )?(PROCEDURE|FUNCTION) (IF NOT EXISTS )?`?[a-z_0-9]+' \
-  "$sql_dir"/migrations/*.sql "$sql_dir"/procedures/*.sql | awk '{print $NF}' | tr -d '`' | LC_ALL=C sort | paste -sd,)
+routine_names() {
+  grep -ohiE 'CREATE (OR REPLACE )?(DEFINER *= *[^ ]+ )?(PROCEDURE|FUNCTION) (IF NOT EXISTS )?`?[a-z_0-9]+' "$@" |
+    awk '{print $NF}' | tr -d '`'
+}
+suffix=_r$(LC_ALL=C cat $(LC_ALL=C ls "$sql_dir"/procedures/*.sql) | sha256sum | cut -c1-8)
+wanted=$({ routine_names "$sql_dir"/migrations/*.sql "$sql_dir"/release-1.0/*.sql
+           routine_names "$sql_dir"/procedures/*.sql | sed "s/\$/$suffix/"; } | LC_ALL=C sort -u | paste -sd,)
 all_routines=$(routines "$db")
 check "init made every routine of sql/mariadb ($all_routines)" test "$all_routines" = "$wanted"
 stamp=$(sql "$db" -e 'SELECT sha256 FROM procedures_stamp WHERE id = 1')
@@ -115,9 +126,9 @@ check "status on a database without clock tables makes them and answers ($(cat "
   grep -q "no locks held" "$work/out"
 check "after making the schema" test "$(sql "$db" -e 'SELECT COUNT(*) FROM schema_migrations')" -eq 5
 check "and the procedures" test "$(routines "$db")" = "$all_routines"
-sql "$db" -e "UPDATE procedures_stamp SET sha256 = REPEAT('0', 64); DROP PROCEDURE clock_renew"
+sql "$db" -e "DELETE FROM routine_sets WHERE suffix = '$suffix'; DROP PROCEDURE clock_status_rows$suffix"
 run_test_clock --database "$(url_of "$db")" history >/dev/null 2>"$work/err"
-check "an operation on a database whose procedures are of another clock applies them again" \
+check "an operation on a database that lacks this release's routines installs them" \
   test "$(routines "$db")" = "$all_routines"
 
 # 3d. The upgrade from the first schema (001) with a live lease: init adds
@@ -138,7 +149,7 @@ lease_of() { sql "$db" -e "SELECT CONCAT_WS('|', resource, owner, token, acquire
 lease_before=$(lease_of)
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "init on a version-1 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
-check "and records 002 to 004 and 006" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4,6"
+check "and records every later migration" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "$all_versions"
 check "the lease is as it was, with no leftovers" \
   test "$(lease_of),$(sql "$db" -e 'SELECT COALESCE(leftovers, 0) FROM leases')" = "$lease_before,0"
 check "and the procedures are there" test "$(routines "$db")" = "$all_routines"

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "store/mariadb/connection.hpp"
+#include "store/mariadb/schema.hpp"
 
 namespace clk::store::mariadb {
 
@@ -33,10 +34,11 @@ std::vector<std::string> missing_run_privileges(Connection& connection) {
   }
   std::vector<std::string> lines;
   for (const char* name : k_run_procedures) {
-    if (std::find(visible.begin(), visible.end(), name) != visible.end())
+    const std::string routine = std::string(name) + set_suffix();
+    if (std::find(visible.begin(), visible.end(), routine) != visible.end())
       continue;
     lines.push_back("this login (CURRENT_USER(), with its default role) may not execute " +
-                    std::string(name) +
+                    routine +
                     ", which clock run needs: grant it clock_app (GRANT clock_app TO <login>; "
                     "SET DEFAULT ROLE clock_app FOR <login>, after running "
                     "sql/mariadb/roles.sql in the clock database as its owner)");

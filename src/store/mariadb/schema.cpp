@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "error.hpp"
 #include "store/mariadb/connection.hpp"
@@ -89,19 +91,147 @@ std::optional<std::string> recorded_stamp(Connection& connection) {
   return rows[0].at(0);
 }
 
-// Applies every procedure file again when the recorded stamp is not this
-// binary's, then records it. Under the migration lock, so two inits never
-// apply at once and the second sees the first's stamp.
-void apply_procedures(Connection& connection) {
-  const std::string stamp(sql::mariadb_procedures_sha256());
+// Release 1.0's routines (sql/mariadb/release-1.0, frozen), which v1.0.0
+// hosts call: applied again when procedures_stamp does not hold their hash,
+// then recorded, as v1.0.0 does, so that a v1.0.0 host finds its database
+// current and never re-applies them. Under the migration lock, so two inits
+// never apply at once and the second sees the first's stamp.
+void apply_release_1_0(Connection& connection) {
+  const std::string stamp(sql::mariadb_release_1_0_procedures_sha256());
   if (recorded_stamp(connection) == stamp)
     return;
-  for (const Migration& file : sql::mariadb_procedures())
-    connection.execute_script("procedures " + std::string(file.name), std::string(file.sql));
+  for (const Migration& file : sql::mariadb_release_1_0_procedures())
+    connection.execute_script("release 1.0 procedures " + std::string(file.name),
+                              std::string(file.sql));
   connection.prepare("record procedures_stamp", k_record_stamp).execute({stamp});
 }
 
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The routines that the files define (CREATE OR REPLACE FUNCTION|PROCEDURE
+// NAME), in file order.
+std::vector<std::string> defined_routines() {
+  std::vector<std::string> names;
+  for (const Migration& file : sql::mariadb_procedures()) {
+    std::string_view text = file.sql;
+    for (std::string_view create :
+         {"CREATE OR REPLACE FUNCTION ", "CREATE OR REPLACE PROCEDURE "}) {
+      for (auto at = text.find(create); at != std::string_view::npos;
+           at = text.find(create, at + 1)) {
+        auto begin = at + create.size();
+        auto end = begin;
+        while (end < text.size() && is_identifier_char(text[end]))
+          ++end;
+        std::string name(text.substr(begin, end - begin));
+        if (std::find(names.begin(), names.end(), name) == names.end())
+          names.push_back(std::move(name));
+      }
+    }
+  }
+  return names;
+}
+
+// A file as installed in this release's set: every NAME( of a routine the
+// files define gets the set's suffix; tables, and routines the migrations
+// define (clock_now_us), keep their names.
+std::string in_set(std::string_view sql, const std::vector<std::string>& names) {
+  std::string text(sql);
+  const std::string suffix = set_suffix();
+  for (const auto& name : names) {
+    const std::string from = name + "(";
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + 1)) {
+      if (at > 0 && is_identifier_char(text[at - 1]))
+        continue;
+      text.insert(at + name.size(), suffix);
+      at += suffix.size();
+    }
+  }
+  return text;
+}
+
+// Whether routine_sets records this release's set.
+bool set_recorded(Connection& connection) {
+  return !connection
+              .prepare("read routine_sets", "SELECT 1 FROM routine_sets WHERE suffix = ?")
+              .query({set_suffix()})
+              .empty();
+}
+
+// Every login or role that may execute release 1.0's routine NAME (or an
+// older set's: the name with any suffix) may execute this set's. Reading
+// mysql.procs_priv needs a privilege the installer may lack: then nothing
+// is granted here, and sql/mariadb/roles.sql grants the set's routines.
+void copy_grants(Connection& connection, const std::vector<std::string>& names) {
+  std::vector<Row> grants;
+  try {
+    grants = connection
+                 .prepare("read the routines' grants",
+                          "SELECT DISTINCT p.User, p.Host, p.Routine_name, p.Routine_type"
+                          " FROM mysql.procs_priv p WHERE p.Db = DATABASE()"
+                          " AND FIND_IN_SET('Execute', p.Proc_priv) > 0")
+                 .query({});
+  } catch (const ServerTrouble&) {
+    return;
+  }
+  const std::string suffix = set_suffix();
+  for (const Row& grant : grants) {
+    const std::string user = grant.at(0).value_or("");
+    const std::string host = grant.at(1).value_or("");
+    std::string routine = grant.at(2).value_or("");
+    if (auto r = routine.rfind("_r"); r != std::string::npos && routine.size() - r == suffix.size())
+      routine.resize(r);
+    if (std::find(names.begin(), names.end(), routine) == names.end())
+      continue;
+    // Names of ours ([a-z_0-9]) and the server's own account names, quoted.
+    auto quote = [](const std::string& text) {
+      std::string out = "'";
+      for (char c : text)
+        out += c == '\'' ? std::string("''") : std::string(1, c);
+      return out + "'";
+    };
+    const std::string grantee = host.empty() ? "`" + user + "`" : quote(user) + "@" + quote(host);
+    try {
+      connection.execute("grant " + routine + suffix,
+                         "GRANT EXECUTE ON " + grant.at(3).value_or("PROCEDURE") + " " + routine +
+                             suffix + " TO " + grantee);
+    } catch (const ServerTrouble&) {
+      // No GRANT OPTION: sql/mariadb/roles.sql grants them.
+    }
+  }
+}
+
+// This release's routines with its suffix, unless routine_sets records them:
+// created once, never replaced (a re-run after an interrupted install
+// creates the same text again). The file of clock_status_rows, which every
+// role may execute and whose presence says the set is there (first_look),
+// goes last; then the grants and the row.
+void apply_set(Connection& connection) {
+  if (set_recorded(connection))
+    return;
+  const auto names = defined_routines();
+  const Migration* last = nullptr;
+  for (const Migration& file : sql::mariadb_procedures()) {
+    if (std::string_view(file.sql).find("PROCEDURE clock_status_rows(") != std::string_view::npos) {
+      last = &file;
+      continue;
+    }
+    connection.execute_script("procedures " + std::string(file.name), in_set(file.sql, names));
+  }
+  if (last)
+    connection.execute_script("procedures " + std::string(last->name), in_set(last->sql, names));
+  copy_grants(connection, names);
+  connection.prepare("record routine_sets",
+                     "INSERT IGNORE INTO routine_sets (suffix, release_name, sha256) VALUES (?, ?, ?)")
+      .execute({set_suffix(), std::string(CLOCK_VERSION), std::string(sql::mariadb_procedures_sha256())});
+}
+
 }  // namespace
+
+std::string set_suffix() {
+  return "_r" + std::string(sql::mariadb_procedures_sha256().substr(0, 8));
+}
 
 int latest_version() {
   int latest = 0;
@@ -122,14 +252,14 @@ std::string print_sql() {
       sql += '\n';
     sql += record_sql(migration) + ";\n";
   }
-  // The procedures, each file one statement for the client (DELIMITER), then
-  // the stamp that tells clock init they are current.
+  // Release 1.0's routines as v1.0.0 applies them, then this release's set,
+  // each file one statement for the client (DELIMITER), then their records.
   const std::string delimiter = k_print_delimiter;
   sql +=
-      "\n-- sql/mariadb/procedures: every file again (CREATE OR REPLACE), then their stamp.\n"
+      "\n-- sql/mariadb/release-1.0 (release 1.0's routines), then their stamp.\n"
       "DELIMITER " +
       delimiter + "\n";
-  for (const Migration& file : sql::mariadb_procedures()) {
+  for (const Migration& file : sql::mariadb_release_1_0_procedures()) {
     sql += "\n-- " + std::string(file.name) + ".sql\n" + std::string(file.sql);
     if (!sql.ends_with('\n'))
       sql += '\n';
@@ -138,8 +268,20 @@ std::string print_sql() {
   sql +=
       "DELIMITER ;\n"
       "INSERT INTO procedures_stamp (id, sha256) VALUES (1, '" +
-      std::string(sql::mariadb_procedures_sha256()) +
+      std::string(sql::mariadb_release_1_0_procedures_sha256()) +
       "')\n  ON DUPLICATE KEY UPDATE sha256 = VALUES(sha256), applied_at = UTC_TIMESTAMP(6);\n";
+  const auto names = defined_routines();
+  sql += "\n-- sql/mariadb/procedures as clock " CLOCK_VERSION "'s set (suffix " + set_suffix() +
+         ").\nDELIMITER " + delimiter + "\n";
+  for (const Migration& file : sql::mariadb_procedures()) {
+    sql += "\n-- " + std::string(file.name) + ".sql\n" + in_set(file.sql, names);
+    if (!sql.ends_with('\n'))
+      sql += '\n';
+    sql += delimiter + "\n";
+  }
+  sql += "DELIMITER ;\nINSERT IGNORE INTO routine_sets (suffix, release_name, sha256) VALUES ('" +
+         set_suffix() + "', '" CLOCK_VERSION "', '" +
+         std::string(sql::mariadb_procedures_sha256()) + "');\n";
   return sql;
 }
 
@@ -154,10 +296,11 @@ FirstLook first_look(Connection& connection) {
                     .prepare("check the schema version",
                              "SELECT (SELECT COUNT(*) FROM schema_migrations WHERE version IN (" +
                                  versions +
-                                 ")) = ? AND (SELECT sha256 FROM procedures_stamp WHERE id = 1) "
-                                 "<=> ? /*M!100400 , @@wsrep_on */")
+                                 ")) = ? AND EXISTS (SELECT 1 FROM information_schema.ROUTINES "
+                                 "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = ?)"
+                                 " /*M!100400 , @@wsrep_on */")
                     .query({static_cast<std::int64_t>(sql::mariadb_migrations().size()),
-                            std::string(sql::mariadb_procedures_sha256())});
+                            "clock_status_rows" + set_suffix()});
     FirstLook look;
     look.current = !rows.empty() && rows[0].at(0) == "1";
     look.galera = !rows.empty() && rows[0].size() > 1 && rows[0][1] == "1";
@@ -184,7 +327,8 @@ void migrate(Connection& connection) {
   }
   try {
     apply_missing(connection);
-    apply_procedures(connection);
+    apply_release_1_0(connection);
+    apply_set(connection);
   } catch (const ServerTrouble& trouble) {
     connection.close();  // ends the session, and so its GET_LOCK
     if (is_privilege_error(trouble.number())) {

@@ -9,6 +9,11 @@ namespace clk::store::mariadb {
 
 class Connection;
 
+// The suffix of this release's routines (docs/upgrades.md): "_r" and the
+// first 8 hex of the sha256 of sql/mariadb/procedures, e.g. clock_renew_r1a2b3c4d.
+// Release 1.0's routines have none.
+std::string set_suffix();
+
 // The newest migration version this binary knows.
 int latest_version();
 

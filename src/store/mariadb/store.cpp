@@ -347,7 +347,7 @@ class MariadbStore : public Store, public DeadHolders {
 
   // "CALL clock_x(?, ?, …)" with `arity` placeholders.
   static std::string call_sql(std::string_view procedure, int arity) {
-    std::string sql = "CALL " + std::string(procedure) + "(";
+    std::string sql = "CALL " + std::string(procedure) + db::set_suffix() + "(";
     for (int i = 0; i < arity; ++i)
       sql += i == 0 ? "?" : ", ?";
     return sql + ")";

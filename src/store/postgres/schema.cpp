@@ -1,5 +1,6 @@
 // Schema-name validation and the migration script built from the embedded
-// sql/postgres migrations (DDL) and functions (current definitions).
+// sql/postgres migrations (DDL) and functions (this release's set, beside
+// release 1.0's: docs/upgrades.md).
 #include "store/postgres/schema.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "error.hpp"
 #include "store/migration.hpp"
+#include "store/postgres/release_1_0.hpp"
 
 namespace clk::store::postgres {
 
@@ -15,31 +17,10 @@ namespace {
 
 constexpr std::size_t k_max_schema_length = 55;
 
-// Functions an older schema may have that the current functions do not
-// define: dropped before the functions are applied. status() was replaced by
-// status_rows() and nothing calls it; the general paths of try_acquire() and
-// release() are now the ends of those functions; find_cycle() returned the
-// cycle as text, find_cycle_links() returns its links for the store to word.
-constexpr std::string_view k_dropped_functions[] = {
-    "status(text, text, boolean)",
-    "find_cycle(uuid, text, uuid[], text[], text[], timestamptz)",
-    "describe_owner(uuid, text)",
-    "try_acquire_general(text, text[], text, integer, uuid, bigint, text, boolean, text, text, "
-    "bigint, text, text, timestamptz)",
-    "release_general(text, text[], uuid)",
-    // Hierarchies lock rows of hierarchy_locks, not advisory keys (013).
-    "lock_key(text, text)",
-    // Queue entries keep their owner's secret hash (migration 012).
-    "enqueue(text, text[], text, integer, uuid, bigint, text, text, text, bigint, text, text, "
-    "timestamptz, timestamptz)",
-    "queue_behind(text, text[], text[], uuid, bigint, text, text, text, bigint, text, text, "
-    "timestamptz, timestamptz)",
-};
-
-// Functions whose signature changed: the old one is dropped like those
-// above, and every role that could execute it may execute its successors,
-// so a least-privilege role (sql/postgres/roles.sql) keeps working across
-// the upgrade without roles.sql being run again.
+// Functions whose signature changed since an older release: every role that
+// could execute the old one (by name, in any older set) may execute its
+// successors in a new set, so a least-privilege role (sql/postgres/roles.sql)
+// keeps working across the upgrade without roles.sql being run again.
 struct Replaced {
   std::string_view old_signature;
   std::vector<std::string_view> successors;
@@ -85,10 +66,10 @@ const Replaced k_replaced_functions[] = {
     {"expect_runs(text, text[], bigint)", {"expect_runs(text, text[], bigint, uuid, text, text)"}},
 };
 
-// New functions that every role that may execute an existing one may
-// execute too, so that a least-privilege role (sql/postgres/roles.sql)
-// gains them at the upgrade without roles.sql being run again. The
-// existing function stays as it is.
+// New functions that every role that may execute an existing one (by name,
+// in any older set) may execute too in a new set, so that a least-privilege
+// role (sql/postgres/roles.sql) gains them at the upgrade without roles.sql
+// being run again.
 struct GrantedBeside {
   std::string_view existing;
   std::string_view added;
@@ -119,16 +100,6 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
   }
 }
 
-// Dollar-quotes a migration's text for EXECUTE inside a DO block.
-std::string dollar_quoted(const std::string& sql, int version) {
-  std::string tag = "$clock_" + std::to_string(version) + "$";
-  if (sql.find("$clock") != std::string::npos) {
-    throw Error(ExitCode::internal, "sql file " + std::to_string(version) +
-                                        " contains the reserved dollar-quote tag $clock");
-  }
-  return tag + "\n" + sql + tag;
-}
-
 }  // namespace
 
 void validate_schema_name(const std::string& schema) {
@@ -147,6 +118,16 @@ void validate_schema_name(const std::string& schema) {
                     "at most 55 characters, not starting with pg_ (setting postgres.schema)");
   }
 }
+
+std::string dollar_quoted(const std::string& sql, int version) {
+  std::string tag = "$clock_" + std::to_string(version) + "$";
+  if (sql.find("$clock") != std::string::npos) {
+    throw Error(ExitCode::internal, "sql file " + std::to_string(version) +
+                                        " contains the reserved dollar-quote tag $clock");
+  }
+  return tag + "\n" + sql + tag;
+}
+
 
 std::string quoted(const std::string& schema) {
   return "\"" + schema + "\"";
@@ -180,9 +161,151 @@ std::string functions_stamp() {
   return "clock functions sha256:" + std::string(sql::postgres_functions_sha256());
 }
 
+std::string release() {
+  return CLOCK_VERSION;
+}
+
+std::string routine_set(const std::string& schema) {
+  // Within PostgreSQL's 63 bytes: a schema name of up to 55 keeps its first
+  // 49 characters. The set's stamp names its schema, so two schemas that
+  // share those 49 never share a set (set_block refuses).
+  return schema.substr(0, 49) + "_r" + std::string(sql::postgres_functions_sha256().substr(0, 12));
+}
+
+std::string routine_set_stamp(const std::string& schema) {
+  return functions_stamp() + " for " + schema;
+}
+
+namespace {
+
+// The names that the functions' files define (CREATE [OR REPLACE] FUNCTION
+// @schema@.NAME), in file order.
+std::vector<std::string> defined_functions() {
+  std::vector<std::string> names;
+  for (const auto& file : sql::postgres_functions()) {
+    std::string_view text = file.sql;
+    for (std::string_view create : {"CREATE OR REPLACE FUNCTION @schema@.", "CREATE FUNCTION @schema@."}) {
+      for (auto at = text.find(create); at != std::string_view::npos; at = text.find(create, at + 1)) {
+        auto begin = at + create.size();
+        auto end = text.find('(', begin);
+        std::string name(text.substr(begin, end - begin));
+        if (std::find(names.begin(), names.end(), name) == names.end())
+          names.push_back(std::move(name));
+      }
+    }
+  }
+  return names;
+}
+
+// A function file as installed in the set: every @schema@.NAME( of a
+// function the files define becomes the set's, tables and types stay the
+// schema's (@schema@), and notification channels stay the schema's too
+// (@schema_name@), so that every release's holders and waiters hear one
+// another.
+std::string in_set(std::string_view sql, const std::string& schema,
+                   const std::vector<std::string>& names) {
+  std::string text(sql);
+  const std::string set = quoted(routine_set(schema));
+  for (const auto& name : names) {
+    replace_all(text, "@schema@." + name + "(", set + "." + name + "(");
+  }
+  return substitute(text, schema);
+}
+
+// Names (before the arguments) of signatures.
+std::string name_of(std::string_view signature) {
+  return std::string(signature.substr(0, signature.find('(')));
+}
+
+// The names whose grantees a new set's function NAME gets: its own, and
+// those it succeeds or is granted beside.
+std::vector<std::string> grant_sources(const std::string& name) {
+  std::vector<std::string> sources{name};
+  for (const auto& replaced : k_replaced_functions) {
+    for (auto successor : replaced.successors) {
+      if (name_of(successor) == name)
+        sources.push_back(name_of(replaced.old_signature));
+    }
+  }
+  for (const auto& beside : k_granted_beside) {
+    if (name_of(beside.added) == name)
+      sources.push_back(name_of(beside.existing));
+  }
+  return sources;
+}
+
+// Installs this release's functions as a schema of their own
+// (routine_set()) when it is missing, and never touches an existing one:
+// an older release's functions stay in their place (the clock schema
+// itself for release 1.0, release_1_0.cpp), a newer's in theirs. The roles
+// that may use the schema may use the set; those that may execute a
+// function of an older set may execute the same name in the new one.
+std::string set_block(const std::string& schema) {
+  const std::string q = quoted(schema);
+  const std::string set_name = routine_set(schema);
+  const std::string set = quoted(set_name);
+  const auto names = defined_functions();
+  std::string block = "\n-- sql/postgres/functions, as the set " + set +
+                      ", unless it exists\nDO $clock$\nDECLARE\n"
+                      "  v_role text;\n  v_function text;\nBEGIN\n"
+                      "  IF to_regnamespace('" +
+                      set + "') IS NOT NULL THEN\n"
+                      "    IF obj_description(to_regnamespace('" +
+                      set + "'), 'pg_namespace') IS DISTINCT FROM '" + routine_set_stamp(schema) +
+                      "' THEN\n"
+                      "      RAISE EXCEPTION 'schema " +
+                      set_name + " exists but does not hold the functions of schema " + schema +
+                      " that clock " + release() +
+                      " installs: rename or drop it';\n"
+                      "    END IF;\n"
+                      "    RETURN;\n  END IF;\n"
+                      "  CREATE SCHEMA " +
+                      set + ";\n";
+  for (const auto& file : sql::postgres_functions()) {
+    block += "  -- " + std::string(file.name) + "\n  EXECUTE " +
+             dollar_quoted(in_set(file.sql, schema, names), file.version) + ";\n";
+  }
+  block += "  REVOKE ALL ON ALL FUNCTIONS IN SCHEMA " + set +
+           " FROM PUBLIC;\n"
+           "  FOR v_role IN SELECT quote_ident(r.rolname)"
+           " FROM pg_namespace AS n, aclexplode(n.nspacl) AS a, pg_roles AS r"
+           " WHERE n.oid = to_regnamespace('" +
+           q +
+           "') AND a.privilege_type = 'USAGE' AND r.oid = a.grantee"
+           " AND a.grantee <> n.nspowner LOOP\n"
+           "    EXECUTE 'GRANT USAGE ON SCHEMA " +
+           set + " TO ' || v_role;\n  END LOOP;\n";
+  for (const auto& name : names) {
+    std::string sources;
+    for (const auto& source : grant_sources(name)) {
+      sources += (sources.empty() ? "" : ",") + source;
+    }
+    block += "  FOR v_role, v_function IN SELECT DISTINCT quote_ident(r.rolname), f.oid::regprocedure::text"
+             " FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r, pg_proc AS f"
+             " WHERE (p.pronamespace = to_regnamespace('" +
+             q + "') OR p.pronamespace IN (SELECT to_regnamespace(quote_ident(s.name)) FROM " + q +
+             ".routine_sets AS s)) AND p.proname = ANY ('{" + sources +
+             "}') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
+             " AND a.grantee <> p.proowner AND f.pronamespace = to_regnamespace('" +
+             set + "') AND f.proname = '" + name +
+             "' LOOP\n"
+             "    EXECUTE 'GRANT EXECUTE ON FUNCTION ' || v_function || ' TO ' || v_role;\n"
+             "  END LOOP;\n";
+  }
+  block += "  COMMENT ON SCHEMA " + set + " IS '" + routine_set_stamp(schema) +
+           "';\n"
+           "  INSERT INTO " +
+           q + ".routine_sets (name, release, stamp) VALUES ('" + set_name + "', '" + release() +
+           "', '" + functions_stamp() + "') ON CONFLICT (name) DO NOTHING;\nEND $clock$;\n";
+  return block;
+}
+
+}  // namespace
+
 std::string ready_condition(const std::string& schema) {
   // Every version this binary knows, not max(version): numbers are assigned
   // to branches ahead of merging, so a schema may hold 008 and lack 007.
+  // Its own set, whatever else the schema has (a newer release's set).
   const std::string q = quoted(schema);
   std::string versions;
   for (const auto& migration : sql::postgres_migrations()) {
@@ -192,67 +315,9 @@ std::string ready_condition(const std::string& schema) {
   }
   return "(SELECT count(*) FROM " + q + ".schema_migrations WHERE version = ANY ('{" + versions +
          "}'::integer[])) = " + std::to_string(sql::postgres_migrations().size()) +
-         " AND obj_description(to_regnamespace('" + q + "'), 'pg_namespace') = '" +
-         functions_stamp() + "'";
+         " AND obj_description(to_regnamespace('" + quoted(routine_set(schema)) +
+         "'), 'pg_namespace') = '" + routine_set_stamp(schema) + "'";
 }
-
-namespace {
-
-// Re-applies every function when the schema's stamp is not this binary's.
-// Under the migration lock, so two processes never apply at once; the second
-// sees the first's stamp (READ COMMITTED: a fresh snapshot per statement).
-std::string functions_block(const std::string& schema) {
-  const std::string q = quoted(schema);
-  std::string block =
-      "\n-- sql/postgres/functions, when their stamp differs\nDO $clock$\nDECLARE\n"
-      "  v_grantees text[];\n  v_role text;\nBEGIN\n"
-      "  IF obj_description(to_regnamespace('" +
-      q + "'), 'pg_namespace') IS DISTINCT FROM '" + functions_stamp() + "' THEN\n";
-  for (auto dropped : k_dropped_functions) {
-    block += "    DROP FUNCTION IF EXISTS " + q + "." + std::string(dropped) + ";\n";
-  }
-  // Each replaced function's grantees, as "role<US>successor" pairs (US: the
-  // unit separator, in no identifier), granted once the successors exist.
-  block += "    v_grantees := '{}';\n";
-  for (const auto& replaced : k_replaced_functions) {
-    const std::string old_function = q + "." + std::string(replaced.old_signature);
-    for (auto successor : replaced.successors) {
-      block +=
-          "    v_grantees := v_grantees || ARRAY(SELECT quote_ident(r.rolname) || chr(31) || '" +
-          q + "." + std::string(successor) +
-          "' FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r"
-          " WHERE p.oid = to_regprocedure('" +
-          old_function +
-          "') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
-          " AND a.grantee <> p.proowner);\n";
-    }
-    block += "    DROP FUNCTION IF EXISTS " + old_function + ";\n";
-  }
-  for (const auto& beside : k_granted_beside) {
-    block += "    v_grantees := v_grantees || ARRAY(SELECT quote_ident(r.rolname) || chr(31) || '" +
-             q + "." + std::string(beside.added) +
-             "' FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r"
-             " WHERE p.oid = to_regprocedure('" +
-             q + "." + std::string(beside.existing) +
-             "') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
-             " AND a.grantee <> p.proowner);\n";
-  }
-  for (const auto& file : sql::postgres_functions()) {
-    block += "    -- " + std::string(file.name) + "\n    EXECUTE " +
-             dollar_quoted(substitute(file.sql, schema), file.version) + ";\n";
-  }
-  block += "    REVOKE ALL ON ALL FUNCTIONS IN SCHEMA " + q +
-           " FROM PUBLIC;\n"
-           "    FOREACH v_role IN ARRAY v_grantees LOOP\n"
-           "      EXECUTE 'GRANT EXECUTE ON FUNCTION ' || split_part(v_role, chr(31), 2) ||\n"
-           "              ' TO ' || split_part(v_role, chr(31), 1);\n"
-           "    END LOOP;\n"
-           "    COMMENT ON SCHEMA " +
-           q + " IS '" + functions_stamp() + "';\n  END IF;\nEND $clock$;\n";
-  return block;
-}
-
-}  // namespace
 
 std::string migration_script(const std::string& schema) {
   validate_schema_name(schema);
@@ -264,8 +329,9 @@ std::string migration_script(const std::string& schema) {
       "-- One transaction: creates what is missing, applies each migration not yet\n"
       "-- recorded in " +
       q +
-      ".schema_migrations, then re-applies the functions (sql/postgres/functions)\n"
-      "-- if the schema's comment does not carry their hash, so it is safe to run again.\n"
+      ".schema_migrations, keeps release 1.0's functions in the schema and creates\n"
+      "-- this release's (clock " + release() + ") in " + quoted(routine_set(schema)) +
+      " if missing, so it is safe to run again.\n"
       "-- Apply as the role that is to own the schema (not a superuser, ideally), e.g.\n"
       "--   psql -v ON_ERROR_STOP=1 -f clock.sql\n"
       "-- then grant access with sql/postgres/roles.sql.\n\n"
@@ -303,7 +369,8 @@ std::string migration_script(const std::string& schema) {
               ";\n    INSERT INTO " + q + ".schema_migrations (version, name) VALUES (" + version +
               ", '" + std::string(migration.name) + "');\n  END IF;\nEND $clock$;\n";
   }
-  script += functions_block(schema);
+  script += release_1_0_block(schema);
+  script += set_block(schema);
   script += "\nCOMMIT;\n";
   return script;
 }

@@ -35,21 +35,36 @@ std::string substitute(std::string_view sql, const std::string& schema);
 // The newest migration version this binary knows.
 int latest_version();
 
-// What COMMENT ON SCHEMA holds once the functions of this binary are applied:
+// sql's text dollar-quoted for EXECUTE inside a DO block (the tag names the
+// file's number). Throws clk::Error(internal) if the text uses the tag.
+std::string dollar_quoted(const std::string& sql, int version);
+
 // "clock functions sha256:<hex of sql/postgres/functions/*.sql>".
 std::string functions_stamp();
 
+// This binary's release (clock --version), recorded with its set.
+std::string release();
+
+// The schema that holds this release's functions (docs/upgrades.md): the
+// schema's name (its first 49 characters), "_r" and the first 12 hex of
+// the functions' hash, e.g. clock_r1a2b3c4d5e6f. Tables stay in the schema.
+std::string routine_set(const std::string& schema);
+
+// What COMMENT ON SCHEMA holds for the set of `schema`: functions_stamp()
+// and the schema it serves.
+std::string routine_set_stamp(const std::string& schema);
+
 // An SQL boolean: the schema has every migration of this binary (whatever
-// else it has: a newer binary's, or numbers with gaps) and its
-// functions are this binary's (the stamp matches). Readable by any role
-// that may read schema_migrations.
+// else it has: a newer binary's, or numbers with gaps) and this binary's
+// set of functions (whatever other sets it has). Readable by any role that
+// may read schema_migrations.
 std::string ready_condition(const std::string& schema);
 
 // One transaction that takes the migration lock, creates the schema and its
 // schema_migrations table if missing, applies each embedded migration not
-// yet recorded there (gaps in the numbers are fine), then, if the schema's
-// functions stamp differs, drops the functions this binary no longer has and
-// re-applies every function (CREATE OR REPLACE keeps grants) and the stamp.
+// yet recorded there (gaps in the numbers are fine), then keeps release
+// 1.0's functions as v1.0.0 applies them (release_1_0.hpp) and creates this
+// release's set if it is missing (an existing set is never replaced).
 // Safe to run again; a role that may not create objects fails only if
 // something is missing or stale.
 std::string migration_script(const std::string& schema);

@@ -20,6 +20,7 @@
 #include "store/postgres/connection.hpp"
 #include "store/postgres/privileges.hpp"
 #include "store/postgres/replication.hpp"
+#include "store/postgres/routine_sets.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/server_log.hpp"
 #include "store/server/expected_rows.hpp"
@@ -88,7 +89,9 @@ class PostgresStore::Impl {
  public:
   // Connects on the first call, within that call's deadline.
   explicit Impl(const StoreOptions& options)
-      : m_schema(checked(options.pg_schema)), m_conn(options.url, options.connect_timeout) {}
+      : m_schema(checked(options.pg_schema)),
+        m_set(pg::quoted(pg::routine_set(m_schema))),
+        m_conn(options.url, options.connect_timeout) {}
 
   // The calls that follow keep trying through trouble for `patience`.
   void patience(steady_clock::duration patience) {
@@ -113,7 +116,7 @@ class PostgresStore::Impl {
   // schema is migrated first and the call made again.
   std::string call(std::string_view what, std::string_view function, std::string_view arguments,
                    const pg::Params& params, pg::Retry retry) {
-    std::string invocation = pg::quoted(m_schema) + "." + std::string(function) + "(" +
+    std::string invocation = m_set + "." + std::string(function) + "(" +
                              std::string(arguments) + ")::text";
     if (!m_schema_ready) {
       auto reply = m_conn.call_if_exists(
@@ -134,7 +137,7 @@ class PostgresStore::Impl {
   void each_row(std::string_view what, std::string_view function, std::string_view arguments,
                 const pg::Params& params, pg::Retry retry,
                 const std::function<void(const RowView&)>& visit) {
-    std::string sql = "SELECT * FROM " + pg::quoted(m_schema) + "." + std::string(function) + "(" +
+    std::string sql = "SELECT * FROM " + m_set + "." + std::string(function) + "(" +
                       std::string(arguments) + ")";
     if (!m_schema_ready) {
       auto rows = m_conn.each_row(what, sql + " WHERE " + pg::ready_condition(m_schema), params,
@@ -156,17 +159,28 @@ class PostgresStore::Impl {
     m_schema_ready = true;
   }
 
+  // clock init's: the sets of releases no host may still run.
+  void retire_sets() { m_conn.run_migrations(pg::retire_script(m_schema)); }
+
   std::vector<std::string> setup_warnings() {
     std::vector<std::string> warnings;
     if (auto warning = pg::asynchronous_standby_warning(m_conn))
       warnings.push_back(std::move(*warning));
     if (auto warning = pg::secrets_in_server_log_warning(m_conn))
       warnings.push_back(std::move(*warning));
+    for (auto& warning : retired_routines())
+      warnings.push_back(std::move(warning));
     return warnings;
   }
 
+  std::vector<std::string> retired_routines() {
+    if (auto warning = pg::retired_sets_warning(m_conn, m_schema))
+      return {std::move(*warning)};
+    return {};
+  }
+
   std::vector<std::string> missing_run_privileges() {
-    return pg::missing_run_privileges(m_conn, m_schema);
+    return pg::missing_run_privileges(m_conn, pg::routine_set(m_schema));
   }
 
   // What the last blocked attempt said about when to look again without
@@ -335,6 +349,7 @@ class PostgresStore::Impl {
   }
 
   std::string m_schema;
+  std::string m_set;  // quoted: where this release's functions are
   pg::Connection m_conn;
   bool m_schema_ready = false;
   std::optional<steady_clock::time_point> m_next_expiry;  // see blocked_until()
@@ -706,6 +721,7 @@ GcReport PostgresStore::gc(const GcOptions& options) {
 void PostgresStore::migrate() {
   m_impl->patience(k_command_patience);
   m_impl->migrate();
+  m_impl->retire_sets();
 }
 
 std::optional<milliseconds> PostgresStore::idle_limit() const {

@@ -1,0 +1,80 @@
+-- clock on MariaDB: the queue, as sql/postgres/functions/22_queue.sql. A
+-- request that cannot be granted waits in a first-come, first-served queue
+-- per resource (waiters): its entry is written by the first blocked attempt
+-- (clock_acq_enqueue), refreshed by the next ones, and leaves with the
+-- grant, a deadlock, a done --once-per period, the waiter giving up
+-- (clock_leave_queue, 30_renew_release.sql) or, once it lapses, whoever
+-- meets it. A later conflicting request never overtakes a live earlier
+-- entry (clock_acq_decide, 21_decide.sql). Entry lifetime:
+-- clock_acq_waiter_life_us (10_util.sql).
+--
+-- Queue order is the AUTO_INCREMENT position: every insert into a
+-- hierarchy's queue happens under its slot row and commits before the row
+-- is released, so on one server positions follow the order in which grants
+-- see entries (on Galera they would not: issue 31, docs/mariadb.md).
+
+-- Enters (or keeps) the owner in the queue of every resource of a blocked
+-- request. A live entry keeps its position and is rewritten only when half
+-- its lifetime is gone or the request changed (fewer writes); a dead one is
+-- replaced, so a waiter that lapsed goes to the back.
+CREATE OR REPLACE PROCEDURE clock_acq_enqueue(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
+  IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT, IN p_user VARCHAR(255),
+  IN p_command TEXT, IN p_started BIGINT, IN p_now BIGINT, IN p_secret TEXT CHARACTER SET utf8mb4)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_life BIGINT DEFAULT clock_acq_waiter_life_us(p_ttl_ms);
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(255);
+  DECLARE v_found BOOLEAN;
+  DECLARE v_expires BIGINT;
+  DECLARE v_request VARCHAR(64);
+  DECLARE v_mode VARCHAR(9);
+  DECLARE v_slots INT;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  WHILE v_i < JSON_LENGTH(p_resources) DO
+    SET v_resource = clock_rec_nth(p_resources, v_i);
+    SET v_found = TRUE;
+    SELECT expires_us, request_id, mode, slots INTO v_expires, v_request, v_mode, v_slots
+    FROM waiters WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+    IF v_found AND v_expires <= p_now THEN
+      DELETE FROM waiters
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+      SET v_found = FALSE;
+    END IF;
+    IF NOT v_found THEN
+      INSERT INTO waiters (namespace, resource, owner, mode, slots, request_id, enqueued_us,
+                           expires_us, host, ip, pid, user_name, command, owner_started_us,
+                           secret_hash, db_user)
+      VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, p_request_id, p_now,
+              p_now + v_life, COALESCE(p_host, ''), COALESCE(p_ip, ''), COALESCE(p_pid, 0),
+              COALESCE(p_user, ''), COALESCE(p_command, ''), p_started,
+              clock_rec_secret_hash(p_secret), USER());
+    ELSEIF v_expires < p_now + v_life DIV 2 OR v_request <> p_request_id OR v_mode <> p_mode
+           OR v_slots <> p_slots THEN
+      UPDATE waiters
+      SET expires_us = p_now + v_life, request_id = p_request_id, mode = p_mode,
+          slots = p_slots
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+    END IF;
+    SET v_i = v_i + 1;
+  END WHILE;
+END;
+
+-- Removes the owner queue entries for the resources of a request (granted,
+-- deadlocked, or its period done). No wake-up to send: MariaDB has no
+-- NOTIFY; waiters poll (docs/mariadb.md).
+CREATE OR REPLACE PROCEDURE clock_acq_dequeue(IN p_namespace VARBINARY(255),
+                                              IN p_resources LONGTEXT,
+                                              IN p_owner CHAR(36) CHARACTER SET ascii)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_i INT DEFAULT 0;
+  WHILE v_i < JSON_LENGTH(p_resources) DO
+    DELETE FROM waiters
+    WHERE namespace = p_namespace AND resource = clock_rec_nth(p_resources, v_i)
+      AND owner = p_owner;
+    SET v_i = v_i + 1;
+  END WHILE;
+END;

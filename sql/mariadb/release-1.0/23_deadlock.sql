@@ -1,0 +1,121 @@
+-- clock on MariaDB: the deadlock search, as sql/postgres/functions/
+-- 23_deadlock.sql. An owner that holds one resource and waits for another
+-- held by an owner waiting for the first is told at once (exit 76) instead
+-- of queued. clock_try_acquire (20_acquire.sql) calls it for the first
+-- blocked attempt of an owner others can wait for, holding slot -1 of
+-- hierarchy_locks, so searches (and the enqueue that follows, until commit)
+-- take turns.
+--
+-- The "waits for" edges (waits_for() on PostgreSQL): an owner with a live
+-- queue entry waits for every other owner holding a live conflicting lease
+-- on a related resource (for a semaphore: only when it is full), and for
+-- every owner with an earlier live conflicting entry (FIFO). Read with plain
+-- SELECTs in FOR loops: rows of other hierarchies, whose slot rows the
+-- caller does not hold, are read without locks; a cycle closed by two
+-- requests at the same instant is found by the next attempt of either.
+
+-- Breadth-first search along the edges from the owners in the way
+-- (p_blockers: [{owner, resource, host}…] from clock_acq_decide). Reaching
+-- p_owner closes a cycle: p_cycle is its links [{"owner", "host",
+-- "resource"}…], the requester first, each owner waiting for the resource
+-- held or queued for by the next link owner (the last one by the
+-- requester's), as store::describe(Cycle) words it; NULL if there is none.
+CREATE OR REPLACE PROCEDURE clock_acq_find_cycle(
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_host VARCHAR(255), IN p_blockers LONGTEXT,
+  IN p_now BIGINT, OUT p_cycle LONGTEXT)
+  READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+  -- Owners reached, in order; each {owner, host, parent, via}: parent is
+  -- the index (from 1) of the owner that waits for this one, 0 for the
+  -- requester; via, the resource it waits for.
+  DECLARE v_nodes LONGTEXT DEFAULT '[]';
+  DECLARE v_owners LONGTEXT DEFAULT '[]';   -- the owners of v_nodes alone
+  DECLARE v_first INT DEFAULT 1;            -- the frontier is v_nodes[v_first..v_last]
+  DECLARE v_last INT;
+  DECLARE v_depth INT DEFAULT 0;
+  DECLARE v_i INT;
+  DECLARE v_parent INT;
+  SET p_cycle = NULL;
+  FOR b IN (SELECT t.o, t.r, t.h
+            FROM JSON_TABLE(p_blockers, '$[*]' COLUMNS (
+                   n FOR ORDINALITY, o CHAR(36) PATH '$.owner', r VARCHAR(1024) PATH '$.resource',
+                   h VARCHAR(255) PATH '$.host')) AS t ORDER BY t.n) DO
+    IF b.o <> p_owner AND NOT JSON_CONTAINS(v_owners, JSON_QUOTE(b.o)) THEN
+      SET v_owners = JSON_ARRAY_APPEND(v_owners, '$', b.o);
+      SET v_nodes = JSON_ARRAY_APPEND(v_nodes, '$',
+                                      JSON_OBJECT('owner', b.o, 'host', COALESCE(b.h, ''),
+                                                  'parent', 0, 'via', b.r));
+    END IF;
+  END FOR;
+  search: WHILE v_depth < 64 AND p_cycle IS NULL DO
+    SET v_last = JSON_LENGTH(v_owners);
+    IF v_first > v_last THEN
+      LEAVE search;
+    END IF;
+    edges: FOR e IN (
+        SELECT w.owner AS from_owner, l.owner AS to_owner, l.resource, l.host AS to_host
+        FROM JSON_TABLE(v_owners, '$[*]' COLUMNS (k FOR ORDINALITY, o CHAR(36) PATH '$')) AS f
+        JOIN waiters w ON w.owner = f.o AND f.k BETWEEN v_first AND v_last
+        JOIN leases l ON l.namespace = w.namespace
+                     AND l.resource >= SUBSTRING_INDEX(w.resource, '.', 1)
+                     AND l.resource < CONCAT(SUBSTRING_INDEX(w.resource, '.', 1), _binary '/')
+                     AND clock_acq_related(l.resource, w.resource)
+        WHERE w.expires_us > p_now AND l.owner <> w.owner
+          AND (l.expires_us IS NULL OR l.expires_us > p_now)
+          AND NOT (w.mode = 'shared' AND l.mode = 'shared')
+          AND NOT (w.slots > 0 AND l.slots > 0 AND w.resource = l.resource
+                   AND (SELECT COUNT(*) FROM leases h
+                        WHERE h.namespace = l.namespace AND h.resource = l.resource
+                          AND h.owner <> w.owner
+                          AND (h.expires_us IS NULL OR h.expires_us > p_now)) < w.slots)
+        UNION
+        SELECT w.owner, x.owner, x.resource, x.host
+        FROM JSON_TABLE(v_owners, '$[*]' COLUMNS (k FOR ORDINALITY, o CHAR(36) PATH '$')) AS f
+        JOIN waiters w ON w.owner = f.o AND f.k BETWEEN v_first AND v_last
+        JOIN waiters x ON x.namespace = w.namespace
+                      AND x.resource >= SUBSTRING_INDEX(w.resource, '.', 1)
+                      AND x.resource < CONCAT(SUBSTRING_INDEX(w.resource, '.', 1), _binary '/')
+                      AND clock_acq_related(x.resource, w.resource)
+        WHERE w.expires_us > p_now AND x.expires_us > p_now AND x.owner <> w.owner
+          AND x.position < w.position
+          AND NOT (w.mode = 'shared' AND x.mode = 'shared')
+          AND NOT (w.slots > 0 AND x.slots > 0 AND w.resource = x.resource)
+        ORDER BY 1, 2, 3) DO
+      IF e.to_owner = p_owner THEN
+        -- From the last link back to the requester, along the parents.
+        SET v_i = JSON_LENGTH(v_owners) - 1;
+        WHILE JSON_VALUE(v_owners, CONCAT('$[', v_i, ']')) <> e.from_owner DO
+          SET v_i = v_i - 1;
+        END WHILE;
+        SET v_i = v_i + 1;
+        SET p_cycle = JSON_ARRAY(JSON_OBJECT(
+          'owner', e.from_owner,
+          'host', JSON_VALUE(v_nodes, CONCAT('$[', v_i - 1, '].host')),
+          'resource', CONVERT(e.resource USING utf8mb4)));
+        WHILE v_i > 0 DO
+          SET v_parent = JSON_VALUE(v_nodes, CONCAT('$[', v_i - 1, '].parent'));
+          SET p_cycle = JSON_ARRAY_INSERT(p_cycle, '$[0]', JSON_OBJECT(
+            'owner', IF(v_parent = 0, p_owner,
+                        JSON_VALUE(v_nodes, CONCAT('$[', v_parent - 1, '].owner'))),
+            'host', IF(v_parent = 0, COALESCE(p_host, ''),
+                       JSON_VALUE(v_nodes, CONCAT('$[', v_parent - 1, '].host'))),
+            'resource', JSON_VALUE(v_nodes, CONCAT('$[', v_i - 1, '].via'))));
+          SET v_i = v_parent;
+        END WHILE;
+        LEAVE edges;
+      END IF;
+      IF NOT JSON_CONTAINS(v_owners, JSON_QUOTE(e.to_owner)) THEN
+        SET v_i = JSON_LENGTH(v_owners) - 1;
+        WHILE JSON_VALUE(v_owners, CONCAT('$[', v_i, ']')) <> e.from_owner DO
+          SET v_i = v_i - 1;
+        END WHILE;
+        SET v_owners = JSON_ARRAY_APPEND(v_owners, '$', e.to_owner);
+        SET v_nodes = JSON_ARRAY_APPEND(v_nodes, '$', JSON_OBJECT(
+          'owner', e.to_owner, 'host', e.to_host, 'parent', v_i + 1,
+          'via', CONVERT(e.resource USING utf8mb4)));
+      END IF;
+    END FOR edges;
+    SET v_first = v_last + 1;
+    SET v_depth = v_depth + 1;
+  END WHILE search;
+END;

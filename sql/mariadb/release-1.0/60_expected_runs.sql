@@ -1,0 +1,108 @@
+-- clock on MariaDB: missed runs (SPEC §3), as
+-- sql/postgres/functions/60_expected_runs.sql, over the tables of
+-- migration 002 (expected_runs, successes). The arithmetic of periods is
+-- the client's (src/store/expected.cpp), on instants from the server's
+-- clock. successes is written by clock_release (clock_rec_success in
+-- 15_records_util.sql) where PostgreSQL has a trigger on last_success.
+
+-- expect_runs(p_namespace, p_resources, p_every_ms, p_owner, p_secret,
+-- p_by): one row, expect_runs = 1 when declared, 0 when refused. Declares
+-- that each of p_resources (a JSON array) must run successfully every
+-- p_every_ms: inserts the expectation or updates its period, keeping
+-- declared_us; a row already right is not written. Only the holder
+-- declares (a period silences or raises the alarm of a job): p_owner must hold
+-- a live lease on every resource that p_secret proves; an owner id whose
+-- secret the caller lacks is recorded as 'refused', with p_by. Takes no
+-- hierarchy slot (it decides nothing about who runs); rows are written in
+-- resource order, one order of row locks for every caller.
+CREATE OR REPLACE PROCEDURE clock_expect_runs(
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_every_ms BIGINT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_secret TEXT CHARACTER SET utf8mb4,
+  IN p_by VARCHAR(512))
+  MODIFIES SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: declare the expected period of runs (PostgreSQL expect_runs())'
+BEGIN
+  DECLARE v_now BIGINT;
+  DECLARE v_refuses BOOLEAN;
+  DECLARE v_unheld BIGINT;
+  DECLARE v_hash VARCHAR(128) CHARACTER SET ascii DEFAULT clock_rec_secret_hash(p_secret);
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  CALL clock_rec_check_names(p_namespace, p_resources);
+  IF p_every_ms IS NULL OR p_every_ms <= 0 THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'expect_runs: the period must be longer than 0';
+  END IF;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  SET v_now = clock_now_us();
+  CALL clock_rec_owner_refuses(p_owner, p_secret, v_refuses);
+  IF p_owner IS NULL THEN
+    SET v_refuses = TRUE;
+  ELSEIF v_refuses THEN
+    CALL clock_rec_refused(v_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL, NULL,
+                           NULL, NULL, p_by);
+  END IF;
+  -- Only the holder declares: a live lease of p_owner on every resource,
+  -- proven by p_secret (a plain SELECT … INTO: no shared row locks).
+  SELECT COUNT(*) INTO v_unheld
+  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+  LEFT JOIN leases l
+    ON l.namespace = p_namespace AND l.resource = CAST(t.r AS BINARY) AND l.owner = p_owner
+       AND (l.expires_us IS NULL OR l.expires_us > v_now)
+       AND (l.secret_hash IS NULL OR l.secret_hash <=> v_hash)
+  WHERE l.owner IS NULL;
+  IF NOT v_refuses AND v_unheld = 0 THEN
+    -- IF(): an unchanged row is left alone (no new row version, no write).
+    INSERT INTO expected_runs (namespace, resource, every_ms, declared_us)
+    SELECT p_namespace, CAST(t.r AS BINARY), p_every_ms, v_now
+    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+    ORDER BY CAST(t.r AS BINARY)
+    ON DUPLICATE KEY UPDATE every_ms = VALUES(every_ms);
+  END IF;
+  COMMIT;
+  SELECT NOT v_refuses AND v_unheld = 0 AS expect_runs;
+END;
+
+-- expected_rows(p_namespace, p_prefix, p_since_usec): a result set of
+-- kind, namespace, resource, every_ms, declared_usec, at_usec, as on
+-- PostgreSQL: first 'now' (at_usec: the server's clock); 'expected' per
+-- resource of the namespace (NULL: all) and prefix (NULL: all); 'success'
+-- per start of a successful run at or after since (NULL: now) minus the
+-- period, and the latest one before that.
+CREATE OR REPLACE PROCEDURE clock_expected_rows(
+  IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_since_usec BIGINT)
+  READS SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: expected runs and successes (PostgreSQL expected_rows())'
+BEGIN
+  DECLARE v_now BIGINT;
+  DECLARE v_below VARBINARY(1025) DEFAULT CONCAT(p_prefix, '.');
+  DECLARE v_above VARBINARY(1025) DEFAULT CONCAT(p_prefix, '/');
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION READ ONLY;
+  SET v_now = clock_now_us();
+  WITH e AS (
+    SELECT x.namespace, x.resource, x.every_ms, x.declared_us,
+           COALESCE(p_since_usec, v_now) - x.every_ms * 1000 AS floor_us
+    FROM expected_runs x
+    WHERE (p_namespace IS NULL OR x.namespace = p_namespace)
+      AND (p_prefix IS NULL OR x.resource = p_prefix
+           OR (x.resource > v_below AND x.resource < v_above)))
+  SELECT 'now' AS kind, NULL AS namespace, NULL AS resource, NULL AS every_ms,
+         NULL AS declared_usec, v_now AS at_usec
+  UNION ALL
+  SELECT 'expected', e.namespace, e.resource, e.every_ms, e.declared_us, NULL FROM e
+  UNION ALL
+  SELECT 'success', e.namespace, e.resource, NULL, NULL, s.started_us
+  FROM e JOIN successes s
+    ON s.namespace = e.namespace AND s.resource = e.resource AND s.started_us >= e.floor_us
+  UNION ALL
+  SELECT 'success', e.namespace, e.resource, NULL, NULL,
+         (SELECT MAX(s.started_us) FROM successes s
+          WHERE s.namespace = e.namespace AND s.resource = e.resource
+            AND s.started_us < e.floor_us)
+  FROM e
+  WHERE EXISTS (SELECT 1 FROM successes s
+                WHERE s.namespace = e.namespace AND s.resource = e.resource
+                  AND s.started_us < e.floor_us);
+  COMMIT;
+END;

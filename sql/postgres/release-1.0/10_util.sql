@@ -1,0 +1,310 @@
+-- clock on PostgreSQL: the helpers every operation function uses (names,
+-- hierarchy locks, JSON of rows, history records, notifications). None is
+-- SECURITY DEFINER and PUBLIC may not execute them (the REVOKE at the end of
+-- the functions script): they run inside the operation functions of
+-- 20_acquire.sql … 40_status_gc.sql, with those functions' rights, isolation
+-- (READ COMMITTED) and locks. SQL-language helpers are validated when
+-- created, so this file comes first.
+
+-- An instant as integer microseconds since the Unix epoch (what the store reads).
+CREATE OR REPLACE FUNCTION @schema@.usec(p_at timestamptz) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT (extract(epoch FROM p_at) * 1000000)::bigint $$;
+
+-- The strict ancestors of a resource: 'a.b.c' gives {a, a.b}.
+CREATE OR REPLACE FUNCTION @schema@.ancestors(p_resource text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+  SELECT coalesce(array_agg(array_to_string(parts[1:i], '.') ORDER BY i), '{}')
+  FROM string_to_array(p_resource, '.') AS parts, generate_series(1, cardinality(parts) - 1) AS i
+$$;
+
+-- The slot of hierarchy_locks (migration 013) whose row lock serializes
+-- every write to one resource hierarchy (a namespace and a first segment):
+-- related resources always share their first segment. Two hierarchies in one
+-- slot only take turns; related ones never interleave.
+CREATE OR REPLACE FUNCTION @schema@.hierarchy_slot(p_namespace text, p_root text) RETURNS integer
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT (hashtextextended(p_namespace || E'\n' || p_root, 0) & 16383)::integer $$;
+
+-- Takes the hierarchy locks of a request in one canonical order (by slot),
+-- so two requests over the same hierarchies never wait for each other in a
+-- cycle. Held until the calling transaction ends. Row locks on a table no
+-- role but the schema owner may read: nobody outside clock's functions can
+-- take one (migration 013).
+-- With p_wait false (clock acquire -n) the locks are only tried: a
+-- hierarchy locked by another open transaction raises lock_not_available
+-- at once, which the store reports as "held", not as an outage.
+CREATE OR REPLACE FUNCTION @schema@.lock_hierarchies(p_namespace text, p_resources text[],
+                                          p_wait boolean DEFAULT true) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_wait THEN
+    PERFORM 1 FROM @schema@.hierarchy_locks
+    WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
+                   FROM unnest(p_resources) AS r)
+    ORDER BY slot FOR NO KEY UPDATE;
+  ELSE
+    PERFORM 1 FROM @schema@.hierarchy_locks
+    WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
+                   FROM unnest(p_resources) AS r)
+    ORDER BY slot FOR NO KEY UPDATE NOWAIT;
+  END IF;
+END $$;
+
+-- The resource name rule (SPEC §1), written here once: dotted segments of
+-- [A-Za-z0-9_-]+, at most 16 of them, at most 255 bytes in all (as
+-- lock::Resource::parse in src/lock/resource.cpp). NULL is no name.
+CREATE OR REPLACE FUNCTION @schema@.is_resource_name(p_name text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+  SELECT p_name IS NOT NULL AND octet_length(p_name) <= 255
+         AND p_name ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
+$$;
+
+-- Refuses arguments the lock model forbids (SPEC §1), so that a program
+-- calling the functions directly cannot store a name clock would reject.
+CREATE OR REPLACE FUNCTION @schema@.check_names(p_namespace text, p_resources text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_bad text;
+BEGIN
+  IF p_namespace IS NULL OR octet_length(p_namespace) > 255 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'invalid namespace: at most 255 bytes, not NULL';
+  END IF;
+  IF p_resources IS NULL OR cardinality(p_resources) = 0 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'no resource given';
+  END IF;
+  SELECT r INTO v_bad FROM unnest(p_resources) AS r
+  WHERE NOT @schema@.is_resource_name(r)
+  LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = format('invalid resource name %L', left(v_bad, 64));
+  END IF;
+  IF (SELECT count(DISTINCT r) FROM unnest(p_resources) AS r) <> cardinality(p_resources) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'a resource is named twice in one request';
+  END IF;
+END $$;
+
+-- Wakes every waiter of this schema: sent on commit, so a woken waiter's next
+-- attempt sees the change. One channel per schema; the payload is empty so
+-- that PostgreSQL folds the notifications of one transaction into one.
+CREATE OR REPLACE FUNCTION @schema@.notify_change() RETURNS void
+LANGUAGE sql
+AS $$ SELECT pg_notify('@schema_name@_changed', '') $$;
+
+-- Tells each owner in p_owners that a lease of its was removed by someone
+-- else (forced, or found expired): `clock run --watch-lease` LISTENs on this
+-- channel and stops its command within a second instead of at its next
+-- renewal. Sent on commit, one notification per owner (the payload is the
+-- owner id, which is public: it lets nobody act on the lease). Returns how
+-- many.
+CREATE OR REPLACE FUNCTION @schema@.notify_lost(p_owners uuid[]) RETURNS bigint
+LANGUAGE sql
+AS $$
+  SELECT count(pg_notify('@schema_name@_lost', o::text))
+  FROM (SELECT DISTINCT o FROM unnest(p_owners) AS t(o)) AS owners
+$$;
+
+-- Records leases removed because they had expired: an 'expired' event each,
+-- at the instant it lapsed, and a notice to each owner (notify_lost).
+-- Returns how many.
+CREATE OR REPLACE FUNCTION @schema@.record_expired(p_gone @schema@.leases[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF coalesce(cardinality(p_gone), 0) = 0 THEN RETURN 0; END IF;
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                host, ip, pid, user_name, command, leftovers)
+  SELECT expires_at, 'expired', namespace, resource, owner, mode, token,
+         expires_at - acquired_at, host, ip, pid, user_name, command, leftovers
+  FROM unnest(p_gone);
+  PERFORM @schema@.notify_lost(array(SELECT owner FROM unnest(p_gone)));
+  RETURN cardinality(p_gone);
+END $$;
+
+-- Lease and waiter rows as JSON for the store: instants in microseconds.
+CREATE OR REPLACE FUNCTION @schema@.lease_json(l @schema@.leases, p_now timestamptz) RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$ SELECT jsonb_build_object(
+  'namespace', l.namespace, 'resource', l.resource, 'owner', l.owner, 'mode', l.mode,
+  'slots', l.slots, 'token', l.token, 'depth', l.depth,
+  'acquired_at', @schema@.usec(l.acquired_at), 'renewed_at', @schema@.usec(l.renewed_at),
+  'expires_at', @schema@.usec(l.expires_at), 'expired', coalesce(l.expires_at <= p_now, false),
+  'host', l.host, 'ip', l.ip, 'pid', l.pid, 'user', l.user_name, 'command', l.command,
+  'started', @schema@.usec(l.owner_started_at)) $$;
+
+-- Queue entries now say when they lapse, so that a waiter stuck behind a dead
+-- one knows when to look again.
+CREATE OR REPLACE FUNCTION @schema@.waiter_json(w @schema@.waiters) RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$ SELECT jsonb_build_object(
+  'namespace', w.namespace, 'resource', w.resource, 'owner', w.owner, 'mode', w.mode,
+  'slots', w.slots, 'position', w.position, 'since', @schema@.usec(w.enqueued_at),
+  'expires_at', @schema@.usec(w.expires_at),
+  'host', w.host, 'ip', w.ip, 'pid', w.pid, 'user', w.user_name, 'command', w.command,
+  'started', @schema@.usec(w.owner_started_at)) $$;
+
+-- The hash a lease keeps of its owner's secret (leases.secret_hash): the
+-- SHA-256 of its text as 64 hex digits, as util::sha256_hex computes it for
+-- SQLite. NULL for no secret.
+CREATE OR REPLACE FUNCTION @schema@.secret_hash(p_secret text) RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT CASE WHEN coalesce(p_secret, '') = '' THEN NULL
+                  ELSE encode(sha256(convert_to(p_secret, 'UTF8')), 'hex') END $$;
+
+-- Whether p_secret proves ownership of a lease keeping p_hash: it matches,
+-- or the lease keeps none (granted before owner secrets: its id alone is
+-- enough until it is released or expires).
+CREATE OR REPLACE FUNCTION @schema@.proves(p_hash text, p_secret text) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT p_hash IS NULL OR coalesce(p_hash = @schema@.secret_hash(p_secret), false) $$;
+
+-- Whether p_secret fails to prove that its caller is the owner p_owner:
+-- a row of the owner's, a lease or a queue entry (live, or expired and not
+-- yet collected), keeps a hash that p_secret does not match. The proof
+-- belongs to the id, not to one row: once an id holds or waits for
+-- anything, every act in its name needs the secret. An id with no such row
+-- is free (a new owner, or rows from before secrets), as before.
+CREATE OR REPLACE FUNCTION @schema@.owner_refuses(p_owner uuid, p_secret text) RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+  SELECT EXISTS (SELECT 1 FROM @schema@.leases
+                 WHERE owner = p_owner AND secret_hash IS NOT NULL
+                   AND secret_hash IS DISTINCT FROM @schema@.secret_hash(p_secret))
+      OR EXISTS (SELECT 1 FROM @schema@.waiters
+                 WHERE owner = p_owner AND secret_hash IS NOT NULL
+                   AND secret_hash IS DISTINCT FROM @schema@.secret_hash(p_secret))
+$$;
+
+-- Records an act refused for want of the owner's secret (owner_refuses):
+-- one 'refused' per resource, with the owner's lease there if it has one
+-- (its facts and token), else the facts the caller claims, and in
+-- forced_by, who asked. db_user says which login it really was.
+CREATE OR REPLACE FUNCTION @schema@.record_refused(
+  p_at timestamptz, p_namespace text, p_resources text[], p_owner uuid, p_mode text,
+  p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_by text)
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, host, ip,
+                                pid, user_name, command, forced_by)
+  SELECT p_at, 'refused', p_namespace, r, p_owner, coalesce(l.mode, p_mode), l.token,
+         coalesce(l.host, p_host, ''), coalesce(l.ip, p_ip, ''), coalesce(l.pid, p_pid, 0),
+         coalesce(l.user_name, p_user, ''), coalesce(l.command, p_command, ''),
+         coalesce(p_by, '')
+  FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)
+  LEFT JOIN @schema@.leases l
+    ON l.namespace = p_namespace AND l.resource = t.r AND l.owner = p_owner
+  ORDER BY t.n
+$$;
+
+-- Records the end (or start) of a lease in history. An 'acquired' record
+-- keeps the lease's secret hash, so that a renewal that finds the lease gone
+-- later records 'lost' only for the owner that held it (renew()); the end
+-- of a lease keeps what its holder reported its command left
+-- (note_leftovers()).
+CREATE OR REPLACE FUNCTION @schema@.record_event(p_event text, p_at timestamptz, l @schema@.leases,
+                                      p_held_for interval, p_forced_by text DEFAULT '')
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
+                                host, ip, pid, user_name, command, forced_by, secret_hash,
+                                leftovers)
+  VALUES (p_at, p_event, l.namespace, l.resource, l.owner, l.mode, l.token, p_held_for,
+          l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by,
+          CASE WHEN p_event = 'acquired' THEN l.secret_hash END,
+          CASE WHEN p_event IN ('released', 'forced', 'expired', 'lost') THEN l.leftovers END)
+$$;
+
+-- Who was in the way of a blocked attempt, for the record of a run that did
+-- not happen: the lease with the smallest token, else the earliest queue
+-- entry (store::in_the_way); NULL when neither list has one.
+CREATE OR REPLACE FUNCTION @schema@.first_in_the_way(p_leases jsonb, p_waiters jsonb)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+AS $$
+  SELECT coalesce(
+    (SELECT jsonb_build_object('owner', x -> 'owner', 'host', x -> 'host', 'token', x -> 'token')
+     FROM jsonb_array_elements(p_leases) AS x ORDER BY (x ->> 'token')::bigint LIMIT 1),
+    (SELECT jsonb_build_object('owner', x -> 'owner', 'host', x -> 'host', 'token', NULL)
+     FROM jsonb_array_elements(p_waiters) AS x ORDER BY (x ->> 'position')::bigint LIMIT 1))
+$$;
+
+-- One history record per resource of a run that did not happen (skipped,
+-- timed_out, killed): the requester's facts, no token (none was drawn), and
+-- who was in the way (first_in_the_way), if anyone, or (--once-per) the run
+-- that did the period, whose "started" (microseconds) is then recorded too.
+CREATE OR REPLACE FUNCTION @schema@.record_missed(
+  p_event text, p_at timestamptz, p_namespace text, p_resources text[], p_owner uuid,
+  p_mode text, p_host text, p_ip text, p_pid bigint, p_user text, p_command text,
+  p_in_the_way jsonb)
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, host, ip, pid,
+                                user_name, command, in_the_way_owner, in_the_way_host,
+                                in_the_way_token, done_by_started_at)
+  SELECT p_at, p_event, p_namespace, r, p_owner, p_mode, coalesce(p_host, ''),
+         coalesce(p_ip, ''), coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''),
+         (p_in_the_way ->> 'owner')::uuid, p_in_the_way ->> 'host',
+         (p_in_the_way ->> 'token')::bigint,
+         'epoch'::timestamptz + (p_in_the_way ->> 'started')::bigint * interval '1 microsecond'
+  FROM unnest(p_resources) AS r
+$$;
+
+-- The lease of a run whose command exited 0 ends (release): it is its
+-- resource's latest success, what --once-per looks for, unless one granted
+-- later already ended (shared locks and semaphores run side by side).
+CREATE OR REPLACE FUNCTION @schema@.record_success(l @schema@.leases)
+RETURNS void
+LANGUAGE sql
+AS $$
+  INSERT INTO @schema@.last_success AS s (namespace, resource, started_at, owner, host, token)
+  VALUES (l.namespace, l.resource, l.acquired_at, l.owner, l.host, l.token)
+  ON CONFLICT (namespace, resource) DO UPDATE
+  SET started_at = EXCLUDED.started_at, owner = EXCLUDED.owner, host = EXCLUDED.host,
+      token = EXCLUDED.token
+  WHERE s.started_at <= EXCLUDED.started_at
+$$;
+
+-- Makes the current transaction's commit wait for its WAL to be flushed
+-- (see Durability above); lasts until the end of the transaction.
+CREATE OR REPLACE FUNCTION @schema@.commit_durably() RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF current_setting('synchronous_commit') = 'off' THEN
+    SET LOCAL synchronous_commit = on;
+  END IF;
+END $$;
+
+-- Notifies each owner with a live queue entry in the hierarchies of
+-- p_resources that has no earlier live conflicting entry of another owner on
+-- a related resource: the waiters that may be granted now. The payload is the
+-- owner id; sent on commit. Returns how many notifications.
+CREATE OR REPLACE FUNCTION @schema@.notify_heads(p_namespace text, p_resources text[], p_now timestamptz)
+RETURNS bigint
+LANGUAGE sql
+AS $$
+  SELECT count(pg_notify('@schema_name@_changed', heads.owner::text))
+  FROM (
+    SELECT DISTINCT w.owner
+    FROM (SELECT DISTINCT split_part(r, '.', 1) AS root FROM unnest(p_resources) AS r) AS t
+    JOIN @schema@.waiters w
+      ON w.namespace = p_namespace
+     AND (w.resource = t.root OR (w.resource > t.root || '.' AND w.resource < t.root || '/'))
+    WHERE w.expires_at > p_now
+      AND NOT EXISTS (
+        SELECT 1 FROM @schema@.waiters e
+        WHERE e.namespace = w.namespace AND e.position < w.position AND e.expires_at > p_now
+          AND e.owner <> w.owner
+          AND NOT (e.mode = 'shared' AND w.mode = 'shared')
+          AND NOT (e.slots > 0 AND w.slots > 0 AND e.resource = w.resource)
+          AND (e.resource = ANY (array_prepend(w.resource, @schema@.ancestors(w.resource)))
+               OR (e.resource > w.resource || '.' AND e.resource < w.resource || '/')))) AS heads
+$$;

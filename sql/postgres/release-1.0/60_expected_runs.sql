@@ -1,0 +1,128 @@
+-- clock on PostgreSQL: missed runs (SPEC §3). A resource's expected period
+-- (expected_runs, migration 014) and the starts of its successful runs
+-- (successes) let the client tell which periods passed with no successful
+-- run; the arithmetic of periods is the client's (src/store/expected.cpp),
+-- on instants read from the server's clock.
+--
+-- expect_runs() is a single upsert per resource, at READ COMMITTED: it takes
+-- no hierarchy lock (it decides nothing about who runs), so it can neither
+-- delay nor be delayed by an acquirer beyond the row lock of its own rows.
+-- Only the holder declares: a period is what silences or raises the alarm
+-- of a job, so a login that read an owner id from status must not be able
+-- to lengthen it.
+-- expected_rows() only reads, in one statement (one snapshot).
+
+-- Each new latest success (record_success() in 10_util.sql inserts or
+-- updates last_success) is kept in successes too, newest 1000 per resource.
+CREATE OR REPLACE FUNCTION @schema@.log_success() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+  INSERT INTO @schema@.successes (namespace, resource, started_at)
+  VALUES (NEW.namespace, NEW.resource, NEW.started_at)
+  ON CONFLICT DO NOTHING;
+  DELETE FROM @schema@.successes s
+  WHERE s.namespace = NEW.namespace AND s.resource = NEW.resource
+    AND s.started_at < (SELECT k.started_at FROM @schema@.successes k
+                        WHERE k.namespace = NEW.namespace AND k.resource = NEW.resource
+                        ORDER BY k.started_at DESC LIMIT 1 OFFSET 999);
+  RETURN NULL;
+END $$;
+
+-- Created here rather than in the migration: a trigger needs its function,
+-- and the functions are applied after the migrations (as 50_run_counts.sql).
+DO $create$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger
+                 WHERE tgrelid = '@schema@.last_success'::regclass
+                   AND tgname = 'last_success_logs') THEN
+    CREATE TRIGGER last_success_logs AFTER INSERT OR UPDATE ON @schema@.last_success
+    FOR EACH ROW EXECUTE FUNCTION @schema@.log_success();
+  END IF;
+END $create$;
+
+-- Declares that each of p_resources must run successfully every p_every_ms
+-- (clock run --once-per or --every): inserts the expectation, or updates its
+-- period, keeping declared_at; a row already right is not written. Only for
+-- p_owner holding a live lease on every resource that p_secret proves:
+-- otherwise nothing is written and the answer is false (and, for an owner
+-- id whose secret the caller lacks, 'refused' is recorded, with p_by).
+CREATE OR REPLACE FUNCTION @schema@.expect_runs(p_namespace text, p_resources text[],
+                                                p_every_ms bigint, p_owner uuid,
+                                                p_secret text, p_by text)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET lock_timeout = '5s'
+AS $$
+BEGIN
+  PERFORM @schema@.check_names(p_namespace, p_resources);
+  IF p_every_ms IS NULL OR p_every_ms <= 0 THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'expect_runs: the period must be longer than 0';
+  END IF;
+  IF p_owner IS NULL THEN
+    RETURN false;
+  END IF;
+  IF @schema@.owner_refuses(p_owner, p_secret) THEN
+    PERFORM @schema@.record_refused(clock_timestamp(), p_namespace, p_resources, p_owner, NULL,
+                                    NULL, NULL, NULL, NULL, NULL, p_by);
+    RETURN false;
+  END IF;
+  IF EXISTS (SELECT 1 FROM unnest(p_resources) AS r
+             WHERE NOT EXISTS (
+               SELECT 1 FROM @schema@.leases l
+               WHERE l.namespace = p_namespace AND l.resource = r AND l.owner = p_owner
+                 AND (l.expires_at IS NULL OR l.expires_at > clock_timestamp())
+                 AND @schema@.proves(l.secret_hash, p_secret))) THEN
+    RETURN false;
+  END IF;
+  INSERT INTO @schema@.expected_runs AS e (namespace, resource, every_ms, declared_at)
+  SELECT p_namespace, r, p_every_ms, clock_timestamp()
+  FROM unnest(p_resources) AS r
+  ORDER BY r  -- one order of row locks for every caller
+  ON CONFLICT (namespace, resource) DO UPDATE
+  SET every_ms = EXCLUDED.every_ms
+  WHERE e.every_ms <> EXCLUDED.every_ms;
+  RETURN true;
+END $$;
+
+-- The expected runs of one namespace (NULL: all) and of a resource and its
+-- descendants (NULL: all), with what the client needs to find missed
+-- periods since p_since_usec (NULL: now). Rows: first 'now' (at_usec: the
+-- server's clock); 'expected' per resource (every_ms, declared_usec);
+-- 'success' per start of a successful run at or after since minus
+-- the period, and the latest before that (at_usec). Unordered.
+CREATE OR REPLACE FUNCTION @schema@.expected_rows(p_namespace text, p_prefix text,
+                                                  p_since_usec bigint)
+RETURNS TABLE (kind text, namespace text, resource text, every_ms bigint,
+               declared_usec bigint, at_usec bigint)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+  WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+  e AS MATERIALIZED (
+    SELECT x.namespace, x.resource, x.every_ms, x.declared_at,
+           coalesce('epoch'::timestamptz + p_since_usec * interval '1 microsecond', n.now)
+             - x.every_ms * interval '1 millisecond' AS floor
+    FROM @schema@.expected_runs x, n
+    WHERE (p_namespace IS NULL OR x.namespace = p_namespace)
+      AND (p_prefix IS NULL OR x.resource = p_prefix
+           OR (x.resource > p_prefix || '.' AND x.resource < p_prefix || '/')))
+  SELECT 'now', NULL, NULL, NULL::bigint, NULL::bigint, @schema@.usec(n.now) FROM n
+  UNION ALL
+  SELECT 'expected', e.namespace, e.resource, e.every_ms, @schema@.usec(e.declared_at), NULL
+  FROM e
+  UNION ALL
+  SELECT 'success', e.namespace, e.resource, NULL, NULL, @schema@.usec(s.started_at)
+  FROM e JOIN @schema@.successes s
+    ON s.namespace = e.namespace AND s.resource = e.resource AND s.started_at >= e.floor
+  UNION ALL
+  SELECT 'success', e.namespace, e.resource, NULL, NULL, @schema@.usec(p.started_at)
+  FROM e CROSS JOIN LATERAL (
+    SELECT s.started_at FROM @schema@.successes s
+    WHERE s.namespace = e.namespace AND s.resource = e.resource AND s.started_at < e.floor
+    ORDER BY s.started_at DESC LIMIT 1) p
+$$;
