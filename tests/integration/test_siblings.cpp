@@ -65,7 +65,7 @@ TEST_SUITE("siblings") {
 
   TEST_CASE("40 -n runs beside a sibling holder renewing every 200ms: none refused") {
     TestEnv env;
-    auto holder = env.spawn(env.clock_command({"run", "--ttl", "2s", "--heartbeat", "200ms", "-r",
+    auto holder = env.spawn(env.clock_command({"run", "--ttl", "10s", "--heartbeat", "200ms", "-r",
                                                "fleet.long", "--", "sh", "-c",
                                                env.holding_script("long")}));
     REQUIRE(env.await_started("long"));
