@@ -46,6 +46,10 @@ void add_lock_flags(CLI::App& command, LockFlags& flags) {
       "one live line on a terminal; elsewhere (cron) nothing unless the wait passes 1m "
       "(-v: a line after 1s, then every 30s)");
   nonblock->excludes(wait);
+  command.add_option("--db-patience", flags.db_patience,
+                     "Without -w: give up (exit 69, /fail with --ping) once the database has been "
+                     "unreachable for D (default: database_patience of the config file, else "
+                     "5m); 'forever' to keep trying. A held lock is still waited for");
   command
       .add_option("-E,--conflict-exit-code", flags.conflict_exit_code,
                   "Exit code when not acquired (default 75); the refusal is then expected: "
@@ -75,6 +79,16 @@ LockPlan plan_lock(Context& context, const LockFlags& flags, lock::OwnerInfo inf
   plan.policy.nonblock = flags.nonblock;
   if (flags.wait)
     plan.policy.max_wait = duration_flag("--wait", *flags.wait);
+  plan.policy.database_patience = context.settings.database_patience;
+  if (flags.db_patience) {
+    auto patience = config::parse_patience(*flags.db_patience);
+    if (!patience) {
+      throw Error(ExitCode::usage, "invalid duration '" + *flags.db_patience +
+                                       "' for --db-patience: use 30s, 5m, 1h, plain seconds or "
+                                       "forever");
+    }
+    plan.policy.database_patience = *patience;
+  }
   return plan;
 }
 

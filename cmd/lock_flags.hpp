@@ -21,6 +21,7 @@ struct LockFlags {
   int slots = 0;
   bool nonblock = false;
   std::optional<std::string> wait;
+  std::optional<std::string> db_patience;
   std::optional<int> conflict_exit_code;
 };
 

@@ -28,6 +28,14 @@ extern char** environ;
 
 namespace clk::config {
 
+std::optional<std::optional<milliseconds>> parse_patience(const std::string& text) {
+  if (text == "forever")
+    return std::optional<milliseconds>();
+  if (auto parsed = util::parse_duration(text))
+    return std::optional<milliseconds>(*parsed);
+  return std::nullopt;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -64,8 +72,8 @@ class FileReader {
   void check_known_keys() {
     static const std::map<std::string, std::vector<std::string>> k_known = {
         {"",
-         {"database", "namespace", "log_level", "log_format", "lock", "postgres", "mariadb", "gc",
-          "sqlite", "ping"}},
+         {"database", "database_patience", "namespace", "log_level", "log_format", "lock",
+          "postgres", "mariadb", "gc", "sqlite", "ping"}},
         {"ping", {"on_skip", "urls"}},
         {"lock", {"ttl", "heartbeat", "kill_after", "leftovers"}},
         {"postgres", {"schema", "connect_timeout", "watch_lease"}},
@@ -128,6 +136,22 @@ class FileReader {
                  "expected a duration like \"90s\", \"5m\" or a number of seconds");
     }
     return parsed;
+  }
+
+  // A duration, or "forever" (the outer nullopt: not set).
+  std::optional<std::optional<milliseconds>> patience(const std::string& path) {
+    auto node = m_table.at_path(path);
+    if (!node)
+      return std::nullopt;
+    if (auto text = node.value<std::string>(); text && node.is_string()) {
+      if (auto parsed = parse_patience(*text))
+        return parsed;
+    } else if (node.is_integer()) {
+      if (auto parsed = util::parse_duration(std::to_string(*node.value<std::int64_t>())))
+        return std::optional<milliseconds>(*parsed);
+    }
+    file_error(m_file, node.node()->source(), path,
+               "expected a duration like \"5m\", a number of seconds, or \"forever\"");
   }
 
   std::optional<std::int64_t> integer(const std::string& path, std::int64_t low,
@@ -253,7 +277,8 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   settings.config_file = file;
   // Every key the file sets is its origin, whatever the value.
   for (const char* key :
-       {"database", "namespace", "log_level", "log_format", "lock.ttl", "lock.heartbeat",
+       {"database", "database_patience", "namespace", "log_level", "log_format", "lock.ttl",
+        "lock.heartbeat",
         "lock.kill_after", "lock.leftovers", "postgres.schema", "postgres.connect_timeout",
         "postgres.watch_lease", "mariadb.galera_max_skew", "gc.history_retention", "gc.batch_size",
         "sqlite.allow_network_filesystem", "ping.on_skip", "ping.urls"}) {
@@ -262,6 +287,8 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   }
   if (auto v = reader.string("database"))
     settings.database_url = *v;
+  if (auto v = reader.patience("database_patience"))
+    settings.database_patience = *v;
   if (auto v = reader.string("namespace")) {
     settings.ns = validated_namespace(*v, file.string());
     settings.ns_given = true;

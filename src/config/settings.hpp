@@ -16,6 +16,13 @@ namespace clk::config {
 
 using std::chrono::milliseconds;
 
+// The built-in database_patience (store::WaitPolicy takes it from here).
+inline constexpr milliseconds k_default_database_patience{5 * 60 * 1000};
+
+// A duration setting that may also be "forever" (none): database_patience,
+// --db-patience. nullopt when `text` is neither.
+std::optional<std::optional<milliseconds>> parse_patience(const std::string& text);
+
 enum class LogFormat { text, json };
 
 struct Settings {
@@ -31,6 +38,9 @@ struct Settings {
   std::optional<milliseconds> kill_after;  // none: run::default_kill_after(ttl)
   bool leftovers_wait = false;  // lock.leftovers = "wait": the default of clock run --leftovers
   milliseconds connect_timeout{5'000};
+  // database_patience: how long run and acquire without -w try a database
+  // they cannot reach before giving up (69); none: forever.
+  std::optional<milliseconds> database_patience = k_default_database_patience;
   std::string pg_schema = "clock";
   bool watch_lease = false;  // clock run on PostgreSQL: LISTEN for the loss of its lease
   // On a Galera node: the most the nodes' clocks may differ by (store/mariadb/node_clocks.hpp).

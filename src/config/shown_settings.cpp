@@ -21,6 +21,7 @@ std::vector<ShownSetting> shown_settings(const Settings& settings) {
     shown.push_back({key, value, origin_of(settings, key)});
   };
   add("database", util::mask_passwords(settings.database_url, util::Words::until_keyword));
+  add("database_patience", duration_text(settings.database_patience, "forever"));
   add("namespace", settings.ns);
   add("log_level", settings.log_level);
   add("log_format", settings.log_format == LogFormat::json ? "json" : "text");

@@ -461,7 +461,9 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
       what += " by " + escape_for_terminal(event.by);
     if (const auto& way = event.in_the_way) {
       what += " (held by " + escape_for_terminal(way->host);
-      what += way->token ? ", token " + std::to_string(*way->token) + ")" : ", queued)";
+      what += way->token             ? ", token " + std::to_string(*way->token) + ")"
+              : way->is_transaction() ? ")"
+                                      : ", queued)";
     }
     if (!event.leftovers.empty()) {
       std::string left;

@@ -72,7 +72,15 @@ std::optional<InTheWay> in_the_way(const Attempt& blocked) {
         waiters.begin(), waiters.end(), [](auto& a, auto& b) { return a.position < b.position; });
     return InTheWay{waiter.owner, waiter.info.host, std::nullopt};
   }
+  if (blocked.behind_transaction) {
+    return InTheWay{lock::OwnerId::trusted(std::string(k_transaction_owner)),
+                    "an open transaction of another session", std::nullopt};
+  }
   return std::nullopt;
+}
+
+bool InTheWay::is_transaction() const {
+  return owner.str() == k_transaction_owner;
 }
 
 }  // namespace clk::store

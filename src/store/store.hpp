@@ -22,6 +22,13 @@ namespace clk::store {
 
 using std::chrono::milliseconds;
 
+// Server trouble (unreachable, full, restarting, a lock timeout or deadlock
+// retried) that lasts this long is logged once as a warning while clock goes
+// on trying; shorter trouble that ends in success prints nothing at the
+// default verbosity (cron mails whatever a job writes to stderr), as a short
+// wait for a held lock does off a terminal (output/wait_reporter.hpp).
+inline constexpr std::chrono::seconds k_long_trouble{60};
+
 // Who asks for an operation on a lease: recorded as `by` in history when it
 // is not the holder's own process tree (store::by_of).
 struct Caller {
@@ -109,6 +116,10 @@ struct Attempt {
   // lists fewer than it counts (PostgreSQL lists the first and counts up to
   // k_waiters_ahead_counted); nullopt: blocking_waiters lists them all.
   std::optional<int> waiters_ahead;
+  // blocked: no holder or waiter but a session that kept these resources'
+  // hierarchy rows in an open transaction of its own past the bounded wait
+  // of clock's call (PostgreSQL: 2 s for -n, 5 s otherwise); its words.
+  std::optional<std::string> behind_transaction;
   Cycle cycle;                       // deadlock: the requester first
   std::optional<PeriodRun> done_by;  // done: the run that did the period
 };
@@ -253,7 +264,12 @@ struct InTheWay {
   lock::OwnerId owner;
   std::string host;
   std::optional<lock::Token> token;  // none for a queue entry
+  // No clock owner but a session that kept clock's rows in an open
+  // transaction of its own (k_transaction_owner; `host` says which).
+  bool is_transaction() const;
 };
+// The owner recorded for such a transaction: the nil UUID, no clock's.
+inline constexpr std::string_view k_transaction_owner = "00000000-0000-0000-0000-000000000000";
 // The first lease, else the first queue entry, in the way of a blocked attempt.
 std::optional<InTheWay> in_the_way(const Attempt& blocked);
 
@@ -357,8 +373,9 @@ class Store {
   // Removes this request's wait-queue entries (after a timeout or interrupt).
   virtual void leave_queue(const LockRequest& request) = 0;
 
-  // Records a run that did not happen (timed_out, killed) for each resource
-  // of the request, with who was in the way when there was someone.
+  // Records a run that did not happen (timed_out, killed; skipped where the
+  // attempt could not record it itself) for each resource of the request,
+  // with who was in the way when there was someone.
   virtual void record_missed_run(const LockRequest& request, EventKind kind,
                                  const std::optional<InTheWay>& in_the_way) = 0;
 

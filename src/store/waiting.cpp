@@ -58,9 +58,12 @@ std::string describe_blockers(const Attempt& attempt, lock::Instant now) {
     return how_many + " earlier request(s) wait for " + waiter.resource.str() + ", first " +
            waiter.info.host + " pid " + std::to_string(waiter.info.pid);
   }
-  // No row explains it: another program holds these names in an open
-  // transaction of its own (PostgreSQL functions called directly).
-  return "another transaction holds locks under the same top-level name";
+  // No row explains it: a session holds clock's rows of this hierarchy in an
+  // open transaction of its own (PostgreSQL functions called directly), and
+  // clock's bounded wait for them ran out.
+  if (attempt.behind_transaction)
+    return *attempt.behind_transaction;
+  return "nothing recorded stands in the way";
 }
 
 namespace {
@@ -103,14 +106,22 @@ struct Trouble {
   bool warned = false;
 };
 
+// How long server trouble is tried, and what set that bound (for the
+// message when it runs out).
+struct Patience {
+  steady_clock::time_point until;
+  std::string setting;  // "" for -w and -n, whose bound the caller chose knowingly
+};
+
 // One attempt; an unavailable backend is retried with back-off until
 // `patience`, then its error is thrown with how long it was tried. Returns
 // nullopt after a failed try and the back-off (the caller tries again).
 std::optional<Attempt> attempt_through_trouble(Store& store, const LockRequest& request, bool queue,
-                                               steady_clock::time_point patience,
+                                               const Patience& patience,
                                                steady_clock::time_point start, Trouble& trouble,
                                                const std::function<bool()>& interrupted) {
   auto& [backoff, trouble_since, warned] = trouble;
+  const auto began = steady_clock::now();
   try {
     Attempt attempt = store.try_acquire(request, queue);
     backoff.reset();
@@ -122,22 +133,24 @@ std::optional<Attempt> attempt_through_trouble(Store& store, const LockRequest& 
       throw;
     auto now = steady_clock::now();
     if (trouble_since == steady_clock::time_point{})
-      trouble_since = now;
+      trouble_since = began;  // the store may have tried through it until now
     // A last try comes just before the deadline, not a back-off step early.
     constexpr milliseconds k_last_try{100};
-    auto left = patience - now;
+    auto left = patience.until - now;
     if (left <= k_last_try) {
+      // With database_patience, how long this trouble lasted, not the wait.
+      auto tried =
+          duration_cast<milliseconds>(now - (patience.setting.empty() ? start : trouble_since));
       backoff.reset();
       trouble_since = {};
       warned = false;
-      auto tried = duration_cast<milliseconds>(now - start);
       throw Error(ExitCode::unavailable, without_give_up_note(error.what()) +
                                              " (gave up after trying for " +
-                                             util::format_duration(tried) + ")");
+                                             util::format_duration(tried) + patience.setting + ")");
     }
     auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
     // Said once the trouble lasts, so cron mails a long outage but not a blip.
-    if (!warned && now - trouble_since >= seconds(10)) {
+    if (!warned && now - trouble_since >= k_long_trouble) {
       spdlog::warn("{}; still trying", error.what());
       warned = true;
     } else {
@@ -165,11 +178,20 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
                         : policy.max_wait ? start + *policy.max_wait
                                           : steady_clock::time_point::max();
   const bool queue = !policy.nonblock;
-  // Server trouble is waited out until the wait's deadline; -n, which never
-  // waits for the lock, gives it a few seconds.
-  const auto patience = policy.nonblock ? start + k_nonblock_patience : deadline;
-  store.set_acquire_deadline(patience);
   Trouble trouble;
+  // Server trouble is waited out until the wait's deadline; -n, which never
+  // waits for the lock, gives it a few seconds; a wait without -w gives it
+  // database_patience from the moment the trouble began (a held lock is
+  // still waited for forever).
+  auto patience = [&]() -> Patience {
+    if (policy.nonblock)
+      return {start + k_nonblock_patience, ""};
+    if (policy.max_wait || !policy.database_patience)
+      return {deadline, ""};
+    auto since = trouble.since == steady_clock::time_point{} ? steady_clock::now() : trouble.since;
+    return {since + *policy.database_patience,
+            "; database_patience is " + util::format_duration(*policy.database_patience)};
+  };
   // A -n run's refusal is history, written by the attempt that is refused:
   // the first attempt leaves it out, so that a refusal by a dead holder's
   // lease, which this host then ends (dead_holder.hpp), is not recorded as a
@@ -193,8 +215,10 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   } finish{observer};
   for (;;) {
     auto attempt_start = steady_clock::now();
+    Patience bound = patience();
+    store.set_acquire_deadline(bound.until);
     std::optional<Attempt> tried =
-        attempt_through_trouble(store, recorded ? request : unrecorded, queue, patience, start,
+        attempt_through_trouble(store, recorded ? request : unrecorded, queue, bound, start,
                                 trouble, interrupted);
     if (!tried)
       continue;

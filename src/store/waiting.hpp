@@ -14,6 +14,13 @@ namespace clk::store {
 struct WaitPolicy {
   bool nonblock = false;                 // -n: one attempt, no queueing
   std::optional<milliseconds> max_wait;  // -w D; none: wait forever (as flock does)
+  // Without -w: the longest stretch of server trouble (unreachable, full,
+  // restarting, read-only) tried before giving up, so that cron does not
+  // stack one more waiting process every hour of an outage; none: forever.
+  // A held lock is still waited for forever. -n and -w D have their own
+  // (k_nonblock_patience, D). The config's database_patience (5m by default)
+  // or --db-patience.
+  std::optional<milliseconds> database_patience;
 };
 
 // Told about a blocked request, so it can name the holder to the operator.
@@ -45,8 +52,8 @@ inline constexpr milliseconds k_nonblock_patience{5'000};
 // Returns the grants, or (--once-per) the run that did the period. A backend
 // that is unavailable (a full, restarting or read-only server, a lost
 // connection) is retried with jittered back-off until the -w deadline
-// (forever by default; k_nonblock_patience with -n), then its last error is
-// thrown (unavailable, 69). Throws clk::Error: not_acquired (75) naming the
+// (k_nonblock_patience with -n; without either, until the trouble has lasted
+// policy.database_patience), then its last error is thrown (unavailable, 69). Throws clk::Error: not_acquired (75) naming the
 // holder when -n fails or the wait times out, deadlock (76) naming the cycle.
 // `interrupted` is polled between attempts; when it returns true the request
 // leaves the queue and Error(not_acquired) is thrown.

@@ -95,6 +95,7 @@ bool mentions_line(const std::string& message, int line) {
 
 const char* k_full_file = R"(# every key, none at its default
 database = "sqlite:/from/file.db"
+database_patience = "20m"
 namespace = "file-ns"
 log_level = "debug"
 log_format = "json"
@@ -134,6 +135,7 @@ TEST_SUITE("config::settings") {
     CHECK_FALSE(s.heartbeat.has_value());
     CHECK_FALSE(s.kill_after.has_value());
     CHECK(s.connect_timeout == 5s);
+    CHECK(s.database_patience == std::optional<milliseconds>(5min));
     CHECK(s.pg_schema == "clock");
     CHECK_FALSE(s.watch_lease);
     CHECK_FALSE(s.history_retention.has_value());
@@ -146,6 +148,7 @@ TEST_SUITE("config::settings") {
     fs::path file = dir.write("clock.toml", k_full_file);
     Settings s = resolve(reading(file), dir.environment());
     CHECK(s.database_url == "sqlite:/from/file.db");
+    CHECK(s.database_patience == std::optional<milliseconds>(20min));
     CHECK(s.ns == "file-ns");
     CHECK(s.ns_given);
     CHECK(s.log_level == "debug");
@@ -163,6 +166,25 @@ TEST_SUITE("config::settings") {
     CHECK(s.gc_batch_size == 50);
     CHECK(s.allow_network_filesystem);
     CHECK(fs::equivalent(s.config_file, file));
+  }
+
+  TEST_CASE("database_patience: a duration, seconds, or forever; anything else names the key") {
+    TempDir dir;
+    auto patience = [&](const std::string& value) {
+      return resolve(reading(dir.write("clock.toml", "database_patience = " + value + "\n")),
+                     dir.environment())
+          .database_patience;
+    };
+    CHECK(patience("\"forever\"") == std::nullopt);
+    CHECK(patience("90") == std::optional<milliseconds>(90s));
+    CHECK(patience("\"1h\"") == std::optional<milliseconds>(1h));
+    try {
+      patience("\"soon\"");
+      FAIL("accepted database_patience = \"soon\"");
+    } catch (const clk::Error& error) {
+      CHECK(std::string(error.what()).find("database_patience") != std::string::npos);
+      CHECK(error.code() == clk::ExitCode::config);
+    }
   }
 
   TEST_CASE("the environment beats the config file") {

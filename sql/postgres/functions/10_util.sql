@@ -32,23 +32,27 @@ AS $$ SELECT (hashtextextended(p_namespace || E'\n' || p_root, 0) & 16383)::inte
 -- cycle. Held until the calling transaction ends. Row locks on a table no
 -- role but the schema owner may read: nobody outside clock's functions can
 -- take one (migration 013).
--- With p_wait false (clock acquire -n) the locks are only tried: a
--- hierarchy locked by another open transaction raises lock_not_available
--- at once, which the store reports as "held", not as an outage.
+-- With p_wait false (clock acquire -n) the locks are waited for 2 s at
+-- most (lock_timeout, this statement only): other clock calls hold them for
+-- milliseconds, and a sibling's grant or renewal must never look like a
+-- holder to -n. Only a session that keeps them in an open transaction of its
+-- own outlasts that: lock_not_available, which the store reports as
+-- "held" by that transaction (recorded as a skip), not as an outage.
 CREATE OR REPLACE FUNCTION @schema@.lock_hierarchies(p_namespace text, p_resources text[],
                                           p_wait boolean DEFAULT true) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+  v_patience text := current_setting('lock_timeout');
 BEGIN
-  IF p_wait THEN
-    PERFORM 1 FROM @schema@.hierarchy_locks
-    WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
-                   FROM unnest(p_resources) AS r)
-    ORDER BY slot FOR NO KEY UPDATE;
-  ELSE
-    PERFORM 1 FROM @schema@.hierarchy_locks
-    WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
-                   FROM unnest(p_resources) AS r)
-    ORDER BY slot FOR NO KEY UPDATE NOWAIT;
+  IF NOT p_wait THEN
+    PERFORM set_config('lock_timeout', '2s', true);
+  END IF;
+  PERFORM 1 FROM @schema@.hierarchy_locks
+  WHERE slot IN (SELECT @schema@.hierarchy_slot(p_namespace, split_part(r, '.', 1))
+                 FROM unnest(p_resources) AS r)
+  ORDER BY slot FOR NO KEY UPDATE;
+  IF NOT p_wait THEN
+    PERFORM set_config('lock_timeout', v_patience, true);
   END IF;
 END $$;
 

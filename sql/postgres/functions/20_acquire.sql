@@ -342,7 +342,8 @@ BEGIN
 END $$;
 
 -- Records a run that did not happen (timed_out after -w, killed at its
--- runtime limit) for each resource of its request: store::record_missed_run.
+-- runtime limit, skipped by -n where try_acquire was rolled back: see
+-- lock_hierarchies) for each resource of its request: store::record_missed_run.
 -- p_in_the_way: {"owner", "host", "token"} of who held or awaited the lock,
 -- or NULL. Returns the number of records: 0 when p_secret does not prove
 -- the owner (owner_refuses()), which is recorded as 'refused' instead.
@@ -356,9 +357,9 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
-  IF p_event NOT IN ('timed_out', 'killed') THEN
+  IF p_event NOT IN ('timed_out', 'killed', 'skipped') THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-      MESSAGE = 'record_missed_run: the event is timed_out or killed, not ' || p_event;
+      MESSAGE = 'record_missed_run: the event is timed_out, killed or skipped, not ' || p_event;
   END IF;
   PERFORM @schema@.check_names(p_namespace, p_resources);
   IF @schema@.owner_refuses(p_owner, p_secret) THEN

@@ -167,13 +167,17 @@ DECLARE
   v_token bigint;
   v_grant boolean := false;
   v_done jsonb;
+  v_patience text;
 BEGIN
   PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
-  -- lock_hierarchies() for one resource, inline.
-  IF p_queue THEN
-    PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR NO KEY UPDATE;
-  ELSE
-    PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR NO KEY UPDATE NOWAIT;
+  -- lock_hierarchies() for one resource, inline (-n waits 2 s at most).
+  IF NOT p_queue THEN
+    v_patience := current_setting('lock_timeout');
+    PERFORM set_config('lock_timeout', '2s', true);
+  END IF;
+  PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR NO KEY UPDATE;
+  IF NOT p_queue THEN
+    PERFORM set_config('lock_timeout', v_patience, true);
   END IF;
   v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
   -- Fast path 1: no related row at all but the caller's own queue entries.

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "store/mariadb/connection.hpp"
+#include "store/store.hpp"
 #include "util/backoff.hpp"
 #include "util/duration.hpp"
 
@@ -16,13 +17,10 @@ namespace {
 
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
-using std::chrono::seconds;
 using std::chrono::steady_clock;
 
 // The least time worth a last try before a deadline.
 constexpr milliseconds k_last_try{100};
-// Trouble that lasts this long is logged (once per call) as a warning.
-constexpr seconds k_warn_after{5};
 
 }  // namespace
 
@@ -72,7 +70,7 @@ std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
     }
     auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
     ++retries;
-    if (!warned && now - began >= k_warn_after) {
+    if (!warned && now - began >= k_long_trouble) {
       spdlog::warn("{}; still trying", trouble);
       warned = true;
     } else {

@@ -17,6 +17,7 @@
 #include "store/postgres/conninfo.hpp"
 #include "store/postgres/password_hint.hpp"
 #include "store/postgres/test_fault.hpp"
+#include "store/store.hpp"
 #include "util/backoff.hpp"
 #include "util/duration.hpp"
 #include "util/password.hpp"
@@ -116,8 +117,6 @@ class Trouble : public Error {
 constexpr seconds k_default_patience{10};
 // The least time worth a last try before a deadline.
 constexpr milliseconds k_last_try{100};
-// Trouble that lasts this long is logged (once per call) as a warning.
-constexpr seconds k_warn_after{5};
 
 // The kinds of server trouble, each worded for what the operator can change.
 enum class Kind { full, starting, read_only, down };
@@ -423,7 +422,7 @@ auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
     }
     auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
     ++retries;
-    if (!warned && now - began >= k_warn_after) {
+    if (!warned && now - began >= k_long_trouble) {
       spdlog::warn("{}; still trying", trouble);
       warned = true;
     } else {

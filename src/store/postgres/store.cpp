@@ -398,12 +398,23 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
         pg::Retry::if_broken));
   } catch (const pg::HierarchyBusy&) {
     // Another program holds these resources' hierarchy in an open
-    // transaction: blocked, like any holder (-n: 75; a waiter tries again,
-    // soon: that transaction's end may notify nobody).
+    // transaction past the call's bounded wait (lock_hierarchies,
+    // 10_util.sql): blocked, like any holder (-n: 75, recorded here, as the
+    // call that would have recorded it was rolled back; a waiter tries
+    // again, soon: that transaction's end may notify nobody).
     m_impl->blocked_until(steady_clock::now() + milliseconds(500), request.owner.str(),
                           std::nullopt, std::nullopt, std::nullopt);
     Attempt blocked;
     blocked.outcome = Outcome::blocked;
+    blocked.behind_transaction =
+        std::string("another transaction holds locks under the same top-level name: a session "
+                    "kept clock's rows of this hierarchy in an open transaction of its own for "
+                    "over ") +
+        (queue ? "5s" : "2s") +
+        " (clock's own calls hold them for milliseconds); look for it in pg_stat_activity "
+        "('idle in transaction')";
+    if (!queue && request.record_refusal)
+      record_skip(request, blocked);
     return blocked;
   }
   if (reply.attempt.outcome == Outcome::blocked) {
@@ -418,6 +429,16 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
   if (reply.refused)
     throw refusal_error(Operation::acquire, *reply.refused, request.owner);
   return std::move(reply.attempt);
+}
+
+// A -n refusal the acquire call could not record: a failure to record it
+// changes nothing for the caller, who was not acquired either way (75).
+void PostgresStore::record_skip(const LockRequest& request, const Attempt& blocked) {
+  try {
+    record_missed_run(request, EventKind::skipped, in_the_way(blocked));
+  } catch (const Error& error) {
+    spdlog::warn("could not record the skipped run in history: {}", error.what());
+  }
 }
 
 void PostgresStore::record_missed_run(const LockRequest& request, EventKind kind,

@@ -96,6 +96,7 @@ class PostgresStore final : public Store, public DeadHolders {
   Snapshot status_within(const StatusQuery& query);
   std::vector<HistoryEvent> history_within(const HistoryQuery& query);
   ReleaseReply release_once(const ReleaseRequest& request);
+  void record_skip(const LockRequest& request, const Attempt& blocked);
 
   class Impl;
   std::unique_ptr<Impl> m_impl;
