@@ -44,7 +44,7 @@ store::Acquired take_locks(Context& context, store::Store& store, const LockPlan
 int conflict_status(const LockFlags& flags);
 
 // Reports a not_acquired error and returns conflict_status(flags): an error
-// line, except where the refusal is the asked-for outcome (SPEC §3): with -E,
+// line, except where the refusal is the asked-for outcome (man clock, COMMANDS): with -E,
 // and with -n when stderr is not a terminal (cron: as flock -n), it is an
 // info line, which -v shows.
 int report_refusal(const Context& context, const LockFlags& flags, const Error& refusal);

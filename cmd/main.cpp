@@ -173,7 +173,7 @@ std::vector<std::string> long_options(const CLI::App& app) {
   return names;
 }
 
-// A parse error in words that help (SPEC §4: what failed and what to do): an
+// A parse error in words that help (man clock, EXIT STATUS: what failed and what to do): an
 // unknown option names itself and the closest known one (CLI11 would report a
 // required option missing first, when the typo was that option), an unknown
 // subcommand the closest one, and clock run without `--` where the command

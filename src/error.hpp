@@ -1,5 +1,5 @@
 // The one error type of clock, and the table from its codes to exit statuses
-// (SPEC §4). Errors are thrown where they are understood and caught once, in
+// (man clock, EXIT STATUS). Errors are thrown where they are understood and caught once, in
 // cmd/main.cpp.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Settings: built-in defaults < the TOML config file < environment < flags
-// (SPEC §2). Every key of the file is documented in config/clock.toml.
+// (man clock, ENVIRONMENT). Every key of the file is documented in config/clock.toml.
 #pragma once
 
 #include <chrono>
@@ -100,10 +100,10 @@ void apply_config_text(Settings& settings, std::string_view text,
 // read is clk::Error(config) too, naming the file, the reason and the fix (it
 // may name the shared database); only when the database is named anyway
 // (--database, CLOCK_DATABASE_URL) is it skipped with a line in
-// Settings::warnings (SPEC §2).
+// Settings::warnings (man clock, ENVIRONMENT).
 Settings resolve(const Flags& flags, const Environment& env);
 
-// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (SPEC §2),
+// Applies a subcommand's --owner over CLOCK_OWNER: the flag wins (man clock, ENVIRONMENT),
 // except that --owner ID keeps CLOCK_OWNER's ID.SECRET when it holds the same
 // id (the secret stays out of argv). Throws clk::Error(usage) for a bad id.
 // --owner belongs to the subcommands that take it, so it is applied after

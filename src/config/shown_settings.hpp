@@ -1,5 +1,5 @@
 // The effective settings as `clock config` shows them: each key of the
-// config file with its value and where that value came from (SPEC §2).
+// config file with its value and where that value came from (man clock, ENVIRONMENT).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The compatibility rules of SPEC §1, as pure functions: which claims on the
+// The compatibility rules of man clock, DESCRIPTION, as pure functions: which claims on the
 // lock table conflict, and whether a request may be granted now given the
 // related leases and the earlier waiters. Both stores decide the same way; the
 // PostgreSQL functions in sql/postgres mirror this file.

@@ -1,4 +1,4 @@
-// Lock modes and the compatibility rule of SPEC §1.
+// Lock modes and the compatibility rule of man clock, DESCRIPTION.
 #pragma once
 
 #include <optional>

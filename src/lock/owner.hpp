@@ -1,5 +1,5 @@
 // Who holds or waits for a lock: a 128-bit id in UUID text form, plus the facts
-// an operator needs to find the process (SPEC §1).
+// an operator needs to find the process (man clock, DESCRIPTION).
 #pragma once
 
 #include <chrono>
@@ -30,7 +30,7 @@ class OwnerId {
 // What --owner and CLOCK_OWNER carry: the owner id and, where the caller can
 // prove it is that owner, its secret, as ID.SECRET (an id alone names an owner
 // without proof, enough for status). The secret is 32 to 128 hex digits (128
-// bits or more); it is never printed, logged or stored readably (SPEC §1).
+// bits or more); it is never printed, logged or stored readably (man clock, DESCRIPTION).
 struct OwnerCredential {
   OwnerId id;
   std::string secret;  // lower-case hex; empty: the id alone

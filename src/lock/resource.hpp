@@ -1,5 +1,5 @@
 // A resource name: dotted segments, each [A-Za-z0-9_-]+, at most 16 segments
-// and 255 bytes (SPEC §1). Ancestry counts whole segments only.
+// and 255 bytes (man clock, DESCRIPTION). Ancestry counts whole segments only.
 #pragma once
 
 #include <compare>

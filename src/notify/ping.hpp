@@ -1,4 +1,4 @@
-// Pings to a healthchecks.io-style URL (SPEC §3, `clock run --ping`): /start
+// Pings to a healthchecks.io-style URL (man clock, COMMANDS, `clock run --ping`): /start
 // when the job starts on this host, /<exit status> with the tail of its
 // stderr when it ends, /fail when the database cannot be reached, and /log
 // for a skipped run where asked. Each ping is one HTTP POST through libcurl

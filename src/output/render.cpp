@@ -287,7 +287,7 @@ std::string status_json(const store::Snapshot& snapshot,
 }  // namespace
 
 // Only the shell format, which eval turns into CLOCK_OWNER, carries the
-// secret: text and JSON name the owner by its public id (SPEC §1).
+// secret: text and JSON name the owner by its public id (man clock, DESCRIPTION).
 std::string render_grants(const lock::OwnerCredential& owner,
                           const std::vector<store::Grant>& grants, Format format) {
   if (format == Format::json) {

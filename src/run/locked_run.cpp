@@ -116,7 +116,7 @@ void record_leftovers(store::Store& store, const HeldLocks& held, const RunEnd& 
 }
 
 // Releases after the command; a lease found lost then means the command ran
-// unprotected for part of its run: exit 79 (SPEC §4), saying since when.
+// unprotected for part of its run: exit 79 (man clock, EXIT STATUS), saying since when.
 int release_after_run(store::Store& store, const HeldLocks& held, const RunEnd& end) {
   store::ReleaseRequest release;
   release.ns = held.request.ns;

@@ -1,6 +1,6 @@
 // clock run once its locks are granted: the command runs as a supervised
 // child while its leases are renewed, then they are released, and the
-// outcome becomes clock run's exit status (SPEC §3, §4). cmd/run.cpp parses
+// outcome becomes clock run's exit status (man clock, COMMANDS and EXIT STATUS). cmd/run.cpp parses
 // the flags, acquires and calls run_locked().
 #pragma once
 

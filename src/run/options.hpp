@@ -1,6 +1,6 @@
 // What `clock run` needs to supervise a child: the command, its extra
 // environment, the lease timings, the lease-lost policy and the runtime
-// limit (SPEC §3).
+// limit (man clock, COMMANDS).
 #pragma once
 
 #include <chrono>

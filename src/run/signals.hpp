@@ -9,7 +9,7 @@
 
 namespace clk::run {
 
-// The signals clock passes on to the child's process group (SPEC §3).
+// The signals clock passes on to the child's process group (man clock, COMMANDS).
 inline constexpr std::array<int, 6> k_forwarded_signals = {SIGINT,  SIGTERM, SIGHUP,
                                                            SIGQUIT, SIGUSR1, SIGUSR2};
 

@@ -1,6 +1,6 @@
 // clock run's child supervision: spawn the command with the terminal and stdio
 // unchanged, forward signals, keep the lease alive, apply the lease-lost
-// policy, and pass the child's exit status through (SPEC §3).
+// policy, and pass the child's exit status through (man clock, COMMANDS).
 #pragma once
 
 #include <chrono>

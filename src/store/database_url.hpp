@@ -1,4 +1,4 @@
-// What a database URL names (SPEC §2): the backend, the SQLite file, and the
+// What a database URL names (man clock, DATABASE URLS): the backend, the SQLite file, and the
 // form with its password masked for anything shown.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Missed runs (SPEC §3): which periods of a resource's expected period went
+// Missed runs (man clock, COMMANDS): which periods of a resource's expected period went
 // by with no successful run, from the starts of its successful runs. Pure
 // arithmetic on instants the store read from the database's clock.
 //

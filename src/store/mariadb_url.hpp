@@ -1,4 +1,4 @@
-// A mysql:// or mariadb:// URL (SPEC §2) taken apart into what MariaDB
+// A mysql:// or mariadb:// URL (man clock, DATABASE URLS) taken apart into what MariaDB
 // Connector/C is given: the arguments of mysql_real_connect and its options.
 // Parsed in clock itself (no libmariadb here), so that a bad URL is a
 // configuration error (78) before any module is loaded, and unit-testable.

@@ -1,4 +1,4 @@
-// From a database URL to the right Store (SPEC §2).
+// From a database URL to the right Store (man clock, DATABASE URLS).
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
 // The words for what the lock model refuses and for a deadlock cycle, written
-// once for both stores (SPEC §5: one lock model, the same decisions).
+// once for both stores (man clock, GUARANTEES: one lock model, the same decisions).
 #include "store/store.hpp"
 
 namespace clk::store {

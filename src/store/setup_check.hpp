@@ -27,7 +27,7 @@ struct SetupReport {
 
 // Runs the checks in order, stopping after one that leaves the rest
 // unanswerable (an unreachable server). Creates the schema where a command
-// would (SPEC §2: on first use where the credentials allow it); takes no
+// would (man clock, DATABASE URLS: on first use where the credentials allow it); takes no
 // lock and writes no history. Never throws clk::Error.
 SetupReport check_setup(const StoreOptions& options);
 

@@ -156,7 +156,7 @@ struct ReleaseRequest {
   bool succeeded = false;
   // What the owner holds, when it knows (clock run): the token and re-entry
   // depth of each resource, in order. A release whose reply was lost is then
-  // looked up and sent again only if it did not take effect (SPEC §5).
+  // looked up and sent again only if it did not take effect (man clock, GUARANTEES).
   std::vector<lock::Token> tokens;
   std::vector<int> depths;
   // When the lease expires on its own at the latest (clock run: the last
@@ -201,7 +201,7 @@ inline constexpr EventKind k_event_kinds[] = {
     EventKind::forced,    EventKind::lost,     EventKind::skipped,
     EventKind::timed_out, EventKind::killed,   EventKind::refused};
 
-// A resource's expected period (SPEC §3, missed runs): clock run --once-per D
+// A resource's expected period (man clock, COMMANDS, missed runs): clock run --once-per D
 // or --every D declares that each of its resources must run successfully
 // at least once every D.
 // Declared by the holder only: `owner` must hold a live lease on each
@@ -435,7 +435,7 @@ class Store {
   virtual std::optional<milliseconds> idle_limit() const { return std::nullopt; }
 
   // Closes what has been idle for idle_limit() or longer; the next call
-  // reopens it. A holder calls it between renewals (SPEC §3: connections are
+  // reopens it. A holder calls it between renewals (man clock, COMMANDS: connections are
   // borrowed, not held).
   virtual void rest() {}
 

@@ -1,4 +1,4 @@
-// How to reach a store: what open_store and both backends take (SPEC §2).
+// How to reach a store: what open_store and both backends take (man clock, DATABASE URLS).
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // Where owner secrets sit in command lines, so that none is ever shown:
-// masked in stored command lines, blanked in our own argv (SPEC §1: the
+// masked in stored command lines, blanked in our own argv (man clock, DESCRIPTION: the
 // secret is never printed, logged or stored readably).
 #pragma once
 

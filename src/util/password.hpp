@@ -1,6 +1,6 @@
 // Where passwords sit in database URLs, libpq keyword strings and command
 // lines, so that none is ever shown: masked in messages and in stored command
-// lines, blanked in our own argv (SPEC §4: no error ever prints a password).
+// lines, blanked in our own argv (man clock, EXIT STATUS: no error ever prints a password).
 #pragma once
 
 #include <cstddef>

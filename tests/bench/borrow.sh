@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measurement 8, connections borrowed, not held (SPEC §3): a fleet's burst
+# Measurement 8, connections borrowed, not held (man clock, COMMANDS): a fleet's burst
 # against a server whose connection budget is far smaller than the fleet.
 # clock logs in as a clock_app member with CONNECTION LIMIT 90 (what
 # max_connections = 100 leaves a fleet; the test server itself allows more),

@@ -1,4 +1,4 @@
-// Resource names (SPEC §1): whatever parses is exactly the input, stays within
+// Resource names (man clock, DESCRIPTION): whatever parses is exactly the input, stays within
 // the limits, and its ancestors parse and are its ancestors; whatever does not
 // parse is a usage error (exit 64), never another exception.
 #include <optional>
@@ -16,7 +16,7 @@ bool segment_byte(char c) {
          c == '-';
 }
 
-// The SPEC's rule, written independently of the parser.
+// The man page's rule (DESCRIPTION), written independently of the parser.
 bool valid_by_spec(std::string_view text) {
   if (text.empty() || text.size() > Resource::k_max_bytes)
     return false;

@@ -1,4 +1,4 @@
-// The reference player of the differential test: the lock model of SPEC §1
+// The reference player of the differential test: the lock model of man clock, DESCRIPTION
 // and §5 as a few containers in memory (leases, a queue, one token counter),
 // deciding each resource of a request with clk::lock::decide, as both stores
 // do. It knows no clocks: a lease taken with a short TTL expires when the
@@ -141,7 +141,7 @@ class Reference {
   std::int64_t m_last_position = 0;
   std::vector<std::string>* m_events = nullptr;
   // "nsN resource oN" of every grant: a renewal that finds its lease gone
-  // records it as lost only where its owner held it (SPEC §1: nothing is
+  // records it as lost only where its owner held it (man clock, DESCRIPTION: nothing is
   // recorded in an owner's name without its proof).
   std::set<std::string> m_acquired;
 };

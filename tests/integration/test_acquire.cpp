@@ -1,4 +1,4 @@
-// clock acquire (SPEC §1, §3): conflicts, -n / -w / -E, leases that expire,
+// clock acquire (man clock, DESCRIPTION, §3): conflicts, -n / -w / -E, leases that expire,
 // all-or-nothing over several resources, namespaces, modes, queueing, deadlock
 // detection, and the text / json / shell output formats.
 #include <optional>

@@ -1,4 +1,4 @@
-// Bad input (SPEC §4): usage errors exit 64, configuration errors 78, an
+// Bad input (man clock, EXIT STATUS): usage errors exit 64, configuration errors 78, an
 // unusable SQLite file 74, an unreachable server 69; each says so in one line
 // on stderr, never with a password, and never reaches the database as SQL.
 #include <string>

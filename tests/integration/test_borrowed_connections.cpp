@@ -1,4 +1,4 @@
-// SPEC §3 on PostgreSQL: connections are borrowed, not held. A running job
+// man clock, COMMANDS on PostgreSQL: connections are borrowed, not held. A running job
 // holds no server backend between its heartbeats, the first three waiters of
 // a queue hold one each to be woken (the first eight while the queue moves)
 // and a waiter behind them none while it waits, and a herd larger than the

@@ -221,7 +221,7 @@ TEST_SUITE("cli reference") {
     }
   }
 
-  TEST_CASE("every exit code of SPEC §4 is in the man page and in --help") {
+  TEST_CASE("every exit code of man clock, EXIT STATUS is in the man page and in --help") {
     TestEnv env;
     std::string man = man_text();
     auto exit_status = man.substr(man.find(".SH EXIT STATUS"));

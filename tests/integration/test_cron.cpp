@@ -1,4 +1,4 @@
-// Cron's view of clock (SPEC §3, quiet conventions): the cron idioms of README.md and the man page,
+// Cron's view of clock (man clock, COMMANDS, quiet conventions): the cron idioms of README.md and the man page,
 // run with cron's environment (env -i HOME=… PATH=/usr/bin:/bin, stdin
 // /dev/null, no terminal), write nothing on stderr when all is well, since
 // cron mails whatever a job writes there.
@@ -65,7 +65,7 @@ TEST_SUITE("cron") {
     CHECK(verbose.err.find("not acquired") != std::string::npos);
     CHECK(verbose.err.find(holder.owner) != std::string::npos);
 
-    // Without -E, -n is as quiet as flock -n under cron (SPEC §3): exit 75,
+    // Without -E, -n is as quiet as flock -n under cron (man clock, COMMANDS): exit 75,
     // nothing on stderr; -v shows the error line.
     auto refused = cron(env, {"run", "-n", "-r", "nightly", "--", "true"});
     CHECK_EXIT(refused, 75);

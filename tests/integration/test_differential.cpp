@@ -1,4 +1,4 @@
-// Differential test of SPEC §5 ("both backends implement one lock model"): a
+// Differential test of man clock, GUARANTEES ("both backends implement one lock model"): a
 // seeded generator makes request sequences (acquire shared/exclusive/slots of
 // one or two resources, re-entry, renew, release, forced release, short TTLs
 // and time passing, background waiters, cycles) on related names a, a.b,

@@ -1,4 +1,4 @@
-// SPEC §5 across a PostgreSQL failover (docs/high-availability.md):
+// man clock, GUARANTEES across a PostgreSQL failover (docs/high-availability.md):
 // a primary with a synchronous standby behind a multi-host URL
 // (target_session_attrs=read-write), the primary crashed and the standby
 // promoted while `clock run` loops contend for one resource. Runs under

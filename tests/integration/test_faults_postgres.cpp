@@ -1,4 +1,4 @@
-// PostgreSQL faults (SPEC §4, §5): the server gone for longer than a running
+// PostgreSQL faults (man clock, EXIT STATUS, §5): the server gone for longer than a running
 // job's TTL, the server down when clock starts, and a connection lost right
 // after an acquire committed. (A server stopped for less than the TTL is
 // "a lease held across a PostgreSQL restart…" in test_postgres.cpp.) They run

@@ -1,4 +1,4 @@
-// Faults of the SQLite file (SPEC §4 exit 74, §5): a database file or folder
+// Faults of the SQLite file (man clock, EXIT STATUS exit 74, §5): a database file or folder
 // that is read-only, a file that is not a database, a full disk (a small
 // tmpfs, mounted in a private mount namespace), a folder on a FUSE mount
 // (bindfs; SQLite's locks are not trusted there). Each is refused with one

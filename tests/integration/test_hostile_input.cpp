@@ -98,7 +98,7 @@ TEST_SUITE("hostile input") {
         check_one_clean_line(result);
       }
       // From the environment: the owner is a usage error, the namespace a
-      // configuration error (SPEC §4).
+      // configuration error (man clock, EXIT STATUS).
       CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}, {{"CLOCK_OWNER", name}}), 64);
       if (name.find('\n') == std::string::npos) {
         Result from_env = env.clock({"acquire", "-n", "-r", "x"}, {{"CLOCK_NAMESPACE", name}});

@@ -1,4 +1,4 @@
-// SPEC §1 as a model checked against the real binary: random mixes of
+// man clock, DESCRIPTION as a model checked against the real binary: random mixes of
 // namespaces, related and look-alike resources, shared, exclusive and
 // semaphore requests, several resources at once; each critical section logs
 // what it held and when on the machine's monotonic clock, and a checker proves
@@ -70,7 +70,7 @@ bool related(const std::string& a, const std::string& b) {
   return a == b || below(a, b) || below(b, a);
 }
 
-// Whether `a` holding `ra` and `b` holding `rb` at one instant breaks SPEC §1.
+// Whether `a` holding `ra` and `b` holding `rb` at one instant breaks man clock, DESCRIPTION.
 // Holders of one semaphore do not conflict pairwise; their number is checked apart.
 bool claims_conflict(const Section& a, const std::string& ra, const Section& b,
                      const std::string& rb) {

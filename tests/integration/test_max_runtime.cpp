@@ -1,4 +1,4 @@
-// clock run --max-runtime (SPEC §3, §4): a command that runs too long is
+// clock run --max-runtime (man clock, COMMANDS and EXIT STATUS): a command that runs too long is
 // stopped as timeout(1) stops it, its whole process group is gone before the
 // lease is released, and clock exits 124.
 #include <signal.h>

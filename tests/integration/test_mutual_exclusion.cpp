@@ -1,4 +1,4 @@
-// SPEC §5 mutual exclusion under real contention: many `clock run` processes
+// man clock, GUARANTEES mutual exclusion under real contention: many `clock run` processes
 // wrapping a read-pause-rewrite critical section must never overlap, never lose
 // an increment, and see strictly increasing fencing tokens.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// One owner, one proof (SPEC §1 Owner): once an owner id holds or waits for
+// One owner, one proof (man clock, Owners and re-entry): once an owner id holds or waits for
 // anything, every act in its name needs its secret, not only the acts on the
 // lease the secret was given for. A caller that read an id from `status`
 // gets no lock, no queue turn, no queue exit and no history record in that

@@ -1,4 +1,4 @@
-// The owner's secret (SPEC §1 Owner, §5): the owner id is public, renewing,
+// The owner's secret (man clock, Owners and re-entry, §5): the owner id is public, renewing,
 // releasing and re-entering need the secret, which only CLOCK_OWNER (from
 // `acquire --format shell` or `clock run`) carries; a refused attempt is
 // recorded in history with who asked, and so is any release from outside the

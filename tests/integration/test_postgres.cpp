@@ -1,4 +1,4 @@
-// PostgreSQL as the shared lock table (SPEC §2, §5): many processes contending
+// PostgreSQL as the shared lock table (man clock, DATABASE URLS, §5): many processes contending
 // directly and through pgbouncer in transaction mode, locks taken by another
 // program's own transactions through the SQL functions, a server restart while
 // a lease is held, an unreachable server, and the NOTIFY hand-over. They run
@@ -359,7 +359,7 @@ TEST_SUITE("postgres") {
     granted_token(psql.execute(try_acquire_sql("same", owner)));
     // The transaction stays open: the lock is held by it.
 
-    // SPEC §3/§4: -n does not wait, and exits 75 when another holds the lock.
+    // man clock, COMMANDS and EXIT STATUS: -n does not wait, and exits 75 when another holds the lock.
     Result nonblocking = env.clock({"acquire", "-n", "-r", "same"});
     CHECK_EXIT(nonblocking, 75);
     // The functions' lock_timeout is 5 s: a -n that reaches it has waited.
@@ -386,7 +386,7 @@ TEST_SUITE("postgres") {
 
     auto waiter =
         env.spawn(env.clock_command({"acquire", "--format", "shell", "-w", "60s", "-r", "same"}));
-    // SPEC §3: -w 60s waits up to 60 s, also past the functions' 5 s
+    // man clock, COMMANDS: -w 60s waits up to 60 s, also past the functions' 5 s
     // lock_timeout while the transaction stays open.
     bool waiter_ended = await([&] { return !waiter->running(); }, 7s);
     CHECK_FALSE(waiter_ended);

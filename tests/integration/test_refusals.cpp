@@ -1,7 +1,7 @@
 // What the lock model refuses, worded once (store::refusal_error and
 // store::describe(Cycle)): each case expects the same line on every backend,
 // so the suite's run per backend checks that SQLite and PostgreSQL say the
-// same thing for the same case (SPEC §5: one lock model).
+// same thing for the same case (man clock, GUARANTEES: one lock model).
 #include <csignal>
 #include <memory>
 #include <string>

@@ -1,4 +1,4 @@
-// clock run (SPEC §3): the child's status passes through, the lock is held
+// clock run (man clock, COMMANDS): the child's status passes through, the lock is held
 // exactly while the child runs, signals reach the child, the child never
 // outlives a killed clock, and nested runs re-enter.
 #include <regex>

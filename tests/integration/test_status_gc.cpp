@@ -1,4 +1,4 @@
-// clock status, history and gc (SPEC §3): what an operator sees about holders,
+// clock status, history and gc (man clock, COMMANDS): what an operator sees about holders,
 // and that collecting expired leases never resets fencing tokens.
 #include <pwd.h>
 #include <string>

@@ -1,4 +1,4 @@
-// The lock covers the whole job (SPEC §3, docs/whole-job.md): processes that
+// The lock covers the whole job (man clock, COMMANDS, docs/whole-job.md): processes that
 // leave the command's group or session (setsid, a double fork, nohup &) are
 // still clock's, are ended (or, with --leftovers wait, awaited) before the
 // release, and are stopped with the command by --max-runtime, a lost lease

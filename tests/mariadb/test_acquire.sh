@@ -2,7 +2,7 @@
 # The acquire side of the lock model on MariaDB (sql/mariadb/procedures/
 # 10_util.sql, 20_acquire.sql … 23_deadlock.sql): real CALLs of
 # clock_try_acquire through the mariadb client, against the server of
-# tests/helpers/with-mariadb.sh. Checks, each as SPEC states the rule:
+# tests/helpers/with-mariadb.sh. Checks, each as the man page states the rule:
 # - exclusive, shared and slots; an upgrade and a slots mismatch refused;
 # - the hierarchy (foo conflicts with foo.bar and back; foo and foobar do
 #   not), namespaces apart;

@@ -1,4 +1,4 @@
-// Settings resolution (SPEC §2): flags beat the environment, which beats the
+// Settings resolution (man clock, DATABASE URLS): flags beat the environment, which beats the
 // TOML file, which beats the built-in defaults; a bad file is a config error
 // (exit 78) that names the file and the line.
 #include <filesystem>

@@ -1,4 +1,4 @@
-// The error type and the exit-code table of SPEC §4.
+// The error type and the exit-code table of man clock, EXIT STATUS.
 #include <set>
 #include <string>
 #include <utility>
@@ -14,7 +14,7 @@ using clk::ExitCode;
 
 namespace {
 
-// SPEC §4, transcribed: each code and the exit status the contract gives it.
+// man clock, EXIT STATUS, transcribed: each code and the exit status the contract gives it.
 const std::vector<std::pair<ExitCode, int>> k_spec_table = {
     {ExitCode::ok, 0},          {ExitCode::usage, 64},          {ExitCode::unavailable, 69},
     {ExitCode::internal, 70},   {ExitCode::local_database, 74}, {ExitCode::not_acquired, 75},
@@ -26,7 +26,7 @@ const std::vector<std::pair<ExitCode, int>> k_spec_table = {
 }  // namespace
 
 TEST_SUITE("error") {
-  TEST_CASE("each exit code has the status SPEC section 4 gives it") {
+  TEST_CASE("each exit code has the status the man page's EXIT STATUS gives it") {
     for (const auto& [code, status] : k_spec_table) {
       CAPTURE(status);
       CHECK(exit_status(code) == status);

@@ -1,4 +1,4 @@
-// The compatibility rules of SPEC §1 as lock::decide and lock::conflicts apply
+// The compatibility rules of man clock, DESCRIPTION as lock::decide and lock::conflicts apply
 // them: modes, ancestry, namespaces, re-entry, semaphores and the FIFO queue.
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// Resource names (SPEC §1): what parses, what is a usage error, whole-segment
+// Resource names (man clock, DESCRIPTION): what parses, what is a usage error, whole-segment
 // ancestry, and the canonical order in which several resources are taken.
 #include <string>
 #include <vector>

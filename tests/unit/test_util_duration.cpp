@@ -1,4 +1,4 @@
-// Durations as operators type them (SPEC §3: 250ms, 90s, 5m, 2h, 1d, plain
+// Durations as operators type them (man clock, COMMANDS: 250ms, 90s, 5m, 2h, 1d, plain
 // seconds) and as clock prints them back.
 #include <chrono>
 #include <string>

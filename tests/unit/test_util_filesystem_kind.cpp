@@ -1,4 +1,4 @@
-// The network file system classifier behind SQLite's refusal (SPEC §4, exit
+// The network file system classifier behind SQLite's refusal (man clock, EXIT STATUS, exit
 // 74): statfs magic numbers as Linux reports them, whatever their sign.
 #include <cstdint>
 #include <filesystem>

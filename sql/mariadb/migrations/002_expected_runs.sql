@@ -1,4 +1,4 @@
--- clock schema for MariaDB (and MySQL), version 2: missed runs (SPEC §3),
+-- clock schema for MariaDB (and MySQL), version 2: missed runs (man clock, COMMANDS),
 -- as PostgreSQL's migration 014 and SQLite's 008 have them.
 --
 -- expected_runs holds, per resource, the period within which a successful

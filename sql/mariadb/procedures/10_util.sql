@@ -11,7 +11,7 @@
 -- with SELECT … INTO or a FOR loop, and only their columns come here.
 
 -- Whether two resources of one namespace are related: the same, or one an
--- ancestor of the other (the hierarchy rule of SPEC 1: a lock on foo
+-- ancestor of the other (the hierarchy rule of man clock, DESCRIPTION: a lock on foo
 -- conflicts with foo.bar and foo.bar with foo).
 CREATE OR REPLACE FUNCTION clock_acq_related(p_a VARBINARY(255), p_b VARBINARY(255))
   RETURNS BOOLEAN DETERMINISTIC NO SQL SQL SECURITY INVOKER

@@ -25,7 +25,7 @@ CREATE OR REPLACE FUNCTION clock_rec_slot(p_namespace VARBINARY(255), p_root VAR
   RETURNS INT DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN CRC32(CONCAT(p_namespace, _binary 0x0a, p_root)) & 16383;
 
--- The resource name rule (SPEC §1): dotted segments of [A-Za-z0-9_-]+, at
+-- The resource name rule (man clock, DESCRIPTION): dotted segments of [A-Za-z0-9_-]+, at
 -- most 16, at most 255 bytes (lock::Resource::parse). No backslash in the
 -- pattern, so the NO_BACKSLASH_ESCAPES sql_mode cannot change it.
 CREATE OR REPLACE FUNCTION clock_rec_is_name(p_name VARBINARY(1024))

@@ -1,4 +1,4 @@
--- clock on MariaDB: missed runs (SPEC §3), as
+-- clock on MariaDB: missed runs (man clock, COMMANDS), as
 -- sql/postgres/functions/60_expected_runs.sql, over the tables of
 -- migration 002 (expected_runs, successes). The arithmetic of periods is
 -- the client's (src/store/expected.cpp), on instants from the server's

@@ -56,7 +56,7 @@ BEGIN
   END IF;
 END $$;
 
--- The resource name rule (SPEC §1), written here once: dotted segments of
+-- The resource name rule (man clock, DESCRIPTION), written here once: dotted segments of
 -- [A-Za-z0-9_-]+, at most 16 of them, at most 255 bytes in all (as
 -- lock::Resource::parse in src/lock/resource.cpp). NULL is no name.
 CREATE OR REPLACE FUNCTION @schema@.is_resource_name(p_name text) RETURNS boolean
@@ -66,7 +66,7 @@ AS $$
          AND p_name ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
 $$;
 
--- Refuses arguments the lock model forbids (SPEC §1), so that a program
+-- Refuses arguments the lock model forbids (man clock, DESCRIPTION), so that a program
 -- calling the functions directly cannot store a name clock would reject.
 CREATE OR REPLACE FUNCTION @schema@.check_names(p_namespace text, p_resources text[]) RETURNS void
 LANGUAGE plpgsql AS $$

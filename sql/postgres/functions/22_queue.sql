@@ -10,7 +10,7 @@
 -- The waiter lifetime rule, written here once (waiter_lifetime): an entry
 -- lives as long as its request's TTL, clamped to 1..30 s, 30 s for --ttl 0
 -- (store::waiter_lifetime(ttl) of src/store/store.cpp, the same rule for
--- SQLite). A waiter that dies so leaves the queue within one TTL (SPEC §1)
+-- SQLite). A waiter that dies so leaves the queue within one TTL (man clock, DESCRIPTION)
 -- and at most 30 s, and a live one refreshes its entry once half of it is
 -- gone. Every function here runs under the hierarchy locks its caller took
 -- (20_acquire.sql), but for leave_queue(), an operation of its own.

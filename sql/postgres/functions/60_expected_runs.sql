@@ -1,4 +1,4 @@
--- clock on PostgreSQL: missed runs (SPEC §3). A resource's expected period
+-- clock on PostgreSQL: missed runs (man clock, COMMANDS). A resource's expected period
 -- (expected_runs, migration 014) and the starts of its successful runs
 -- (successes) let the client tell which periods passed with no successful
 -- run; the arithmetic of periods is the client's (src/store/expected.cpp),

@@ -1,4 +1,4 @@
--- clock on PostgreSQL, version 9: --once-per (SPEC §3), as the SQLite schema
+-- clock on PostgreSQL, version 9: --once-per (man clock, COMMANDS), as the SQLite schema
 -- has it (its migration 005).
 --
 -- last_success holds, per resource, the latest successful run of `clock run`

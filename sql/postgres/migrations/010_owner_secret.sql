@@ -1,4 +1,4 @@
--- clock on PostgreSQL, version 10: proof of ownership (SPEC §1 Owner).
+-- clock on PostgreSQL, version 10: proof of ownership (man clock, Owners and re-entry).
 --
 -- leases.secret_hash is the SHA-256 (64 hex digits, secret_hash() in
 -- sql/postgres/functions/10_util.sql) of the owner's secret: renewing,

@@ -1,5 +1,5 @@
 -- clock on PostgreSQL, version 12: the proof belongs to the owner id, not to
--- one lease (SPEC §1 Owner), as the SQLite schema's migration 007 has it.
+-- one lease (man clock, Owners and re-entry), as the SQLite schema's migration 007 has it.
 --
 -- waiters.secret_hash: a queue entry keeps the hash of its owner's secret as
 -- a lease does (010), so that an id that only waits is bound to its proof

@@ -1,4 +1,4 @@
--- clock on PostgreSQL, version 14: missed runs (SPEC §3), as the SQLite
+-- clock on PostgreSQL, version 14: missed runs (man clock, COMMANDS), as the SQLite
 -- schema has it (its migration 008).
 --
 -- expected_runs holds, per resource, the period within which a successful

@@ -1,4 +1,4 @@
--- clock schema for SQLite, version 5: --once-per (SPEC §3), as the
+-- clock schema for SQLite, version 5: --once-per (man clock, COMMANDS), as the
 -- PostgreSQL schema has it (its migration 009).
 --
 -- last_success holds, per resource, the latest successful run of `clock run`

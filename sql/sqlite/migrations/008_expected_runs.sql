@@ -1,4 +1,4 @@
--- clock schema for SQLite, version 8: missed runs (SPEC §3), as the
+-- clock schema for SQLite, version 8: missed runs (man clock, COMMANDS), as the
 -- PostgreSQL schema has it (its migration 014).
 --
 -- expected_runs holds, per resource, the period within which a successful

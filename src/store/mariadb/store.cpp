@@ -44,7 +44,7 @@ constexpr seconds k_release_patience{30};
 constexpr seconds k_after_deadline_patience{1};
 constexpr seconds k_command_patience{10};  // status, history, gc, init
 constexpr seconds k_check_patience{1};
-// A holder's connection is closed once idle this long (SPEC §3).
+// A holder's connection is closed once idle this long (man clock, COMMANDS).
 constexpr milliseconds k_idle{1000};
 
 class MariadbStore : public Store, public DeadHolders {
@@ -308,7 +308,7 @@ class MariadbStore : public Store, public DeadHolders {
     patience(k_command_patience);
     db::migrate(m_connection);
     m_checked = true;
-    m_connection.close();  // borrowed, not held (SPEC §3)
+    m_connection.close();  // borrowed, not held (man clock, COMMANDS)
   }
 
   std::optional<milliseconds> idle_limit() const override { return k_idle; }

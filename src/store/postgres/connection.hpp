@@ -68,7 +68,7 @@ class Connection {
   void open();
 
   // Closes the connection; the next call opens a new one. A clock process
-  // keeps a server connection only while it has statements to run (SPEC §3:
+  // keeps a server connection only while it has statements to run (man clock, COMMANDS:
   // connections are borrowed, not held).
   void close() noexcept;
 

@@ -8,7 +8,7 @@
 //
 // It holds a server connection for the whole run, so it is opt-in (clock run
 // --watch-lease, [postgres] watch_lease): by default connections are borrowed
-// (SPEC §3) and a loss is found at the next renewal. Through a pooler in
+// (man clock, COMMANDS) and a loss is found at the next renewal. Through a pooler in
 // transaction mode notifications do not arrive; the watch then stops and
 // says so.
 #pragma once

@@ -219,7 +219,7 @@ class PostgresStore::Impl {
     m_looked = now;
   }
 
-  // Borrowed, not held (SPEC §3): only the first three waiters of a queue
+  // Borrowed, not held (man clock, COMMANDS): only the first three waiters of a queue
   // keep their connection, to LISTEN: a release or a departure notifies the
   // first waiters (notify_heads), and the next ones are then already
   // listening when the first one's turn ends, so even a queue of short jobs

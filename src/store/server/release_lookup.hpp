@@ -1,6 +1,6 @@
 // After a release whose reply was lost (the connection dropped while it
 // ran), a server store looks the leases up instead of sending it again: a
-// second release would undo another re-entry (SPEC §5).
+// second release would undo another re-entry (man clock, GUARANTEES).
 #pragma once
 
 #include <functional>

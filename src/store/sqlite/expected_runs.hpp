@@ -1,4 +1,4 @@
-// Missed runs on SQLite (SPEC §3): declaring a resource's expected period
+// Missed runs on SQLite (man clock, COMMANDS): declaring a resource's expected period
 // and reading the expected resources with their successes (tables of
 // migration 008). The Store's expect_runs() and expected_runs() call these.
 #pragma once

@@ -1,4 +1,4 @@
-// Who may touch a SQLite database file before clock opens it (SPEC §2): the
+// Who may touch a SQLite database file before clock opens it (man clock, DATABASE URLS): the
 // per-user default is private to its user, and a file another user put in a
 // folder anyone may write to (/tmp) is not taken for the caller's own.
 #pragma once

@@ -1,5 +1,5 @@
 // The SQLite store's owner proof: whether a caller's secret proves the
-// owner id it acts for (SPEC §1, Owner).
+// owner id it acts for (man clock, Owners and re-entry).
 #include "store/sqlite/sqlite_store.hpp"
 #include "util/sha256.hpp"
 

@@ -24,7 +24,7 @@ void SqliteStore::enqueue(const LockRequest& request, std::int64_t now,
     if (existing && existing->expires_at_ms - now > lifetime / 2)
       continue;
     // A lapsed entry is dead: asking again is a new arrival, at the back of
-    // the queue, as on PostgreSQL (one lock model, SPEC §5).
+    // the queue, as on PostgreSQL (one lock model, man clock, GUARANTEES).
     if (existing && existing->expires_at_ms <= now)
       drop_waiter(request.ns, resource, request.owner);
     auto stmt = m_db.prepare(
