@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <condition_variable>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string>
@@ -81,11 +83,15 @@ class DeadlineStream : public httplib::Stream {
 
   ssize_t read(char* ptr, std::size_t size) override {
     if (m_buffer.empty()) {
-      if (!wait_for(m_fd, POLLIN, m_read_by))
+      if (!wait_for(m_fd, POLLIN, m_read_by)) {
+        m_cut = true;
         return -1;
+      }
       const ssize_t got = ::recv(m_fd, m_buffer.bytes, sizeof m_buffer.bytes, 0);
-      if (got <= 0)
+      if (got <= 0) {
+        m_cut = true;
         return got;
+      }
       m_buffer.begin = 0;
       m_buffer.end = static_cast<std::size_t>(got);
     }
@@ -108,8 +114,12 @@ class DeadlineStream : public httplib::Stream {
     address_of(m_fd, false, ip, port);
   }
   socket_t socket() const override { return m_fd; }
+  // The request ran out of time, or the client closed: the connection ends
+  // (what is left of its bytes is no next request).
+  bool cut() const { return m_cut; }
 
  private:
+  bool m_cut = false;
   int m_fd;
   ReadBuffer& m_buffer;
   Clock::time_point m_read_by;
@@ -118,38 +128,46 @@ class DeadlineStream : public httplib::Stream {
 
 // A thread per connection: a connection waiting for a slow client costs a
 // thread that sleeps in poll, not a worker that others queue behind. The
-// number of connections (so of threads) is BoundedServer's to limit.
+// number of connections (so of threads) is BoundedServer's to limit, and
+// BoundedServer waits for the threads: httplib deletes its queue when it
+// stops listening.
 class ThreadPerConnection : public httplib::TaskQueue {
  public:
+  explicit ThreadPerConnection(BoundedServer& server) : m_server(server) {}
+
   void enqueue(std::function<void()> task) override {
-    {
-      std::lock_guard lock(m_mutex);
-      ++m_running;
-    }
-    std::thread([this, task = std::move(task)] {
+    m_server.thread_started();
+    std::thread([&server = m_server, task = std::move(task)] {
       task();
-      std::lock_guard lock(m_mutex);
-      if (--m_running == 0)
-        m_done.notify_all();
+      server.thread_ended();
     }).detach();
   }
 
-  // After the listening socket is closed: the connections' threads end.
-  void shutdown() override {
-    std::unique_lock lock(m_mutex);
-    m_done.wait(lock, [this] { return m_running == 0; });
-  }
+  void shutdown() override {}
 
  private:
-  std::mutex m_mutex;
-  std::condition_variable m_done;
-  std::size_t m_running = 0;
+  BoundedServer& m_server;
 };
 
 }  // namespace
 
 BoundedServer::BoundedServer(Bounds bounds) : m_bounds(bounds) {
-  new_task_queue = [] { return new ThreadPerConnection(); };
+  new_task_queue = [this] { return new ThreadPerConnection(*this); };
+}
+
+BoundedServer::~BoundedServer() {
+  close_connections();
+}
+
+void BoundedServer::thread_started() {
+  std::lock_guard lock(m_mutex);
+  ++m_threads;
+}
+
+void BoundedServer::thread_ended() {
+  std::lock_guard lock(m_mutex);
+  if (--m_threads == 0)
+    m_threads_ended.notify_all();
 }
 
 BoundedServer::Entry BoundedServer::admit(int fd) {
@@ -164,7 +182,8 @@ BoundedServer::Entry BoundedServer::admit(int fd) {
     // and ends; the entry goes when it leaves.
     auto oldest = m_connections.end();
     for (auto it = m_connections.begin(); it != m_connections.end(); ++it) {
-      if (!it->answering && it->fd >= 0 && (oldest == m_connections.end() || it->since < oldest->since))
+      const bool waiting = !it->answering && it->fd >= 0;
+      if (waiting && (oldest == m_connections.end() || it->since < oldest->since))
         oldest = it;
     }
     if (oldest != m_connections.end()) {
@@ -192,13 +211,14 @@ void BoundedServer::leave(Entry entry) {
 }
 
 void BoundedServer::close_connections() {
-  std::lock_guard lock(m_mutex);
+  std::unique_lock lock(m_mutex);
   m_stopping = true;
   for (auto& connection : m_connections) {
     if (connection.fd >= 0)
       ::shutdown(connection.fd, SHUT_RDWR);
     connection.fd = -1;
   }
+  m_threads_ended.wait(lock, [this] { return m_threads == 0; });
 }
 
 bool BoundedServer::process_and_close_socket(socket_t sock) {
@@ -219,7 +239,7 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     answered = process_request(stream, left == 1, closed,
                                [this, entry](httplib::Request&) { set_answering(entry, true); });
     set_answering(entry, false);
-    if (!answered || closed)
+    if (!answered || closed || stream.cut())
       break;
   }
   leave(entry);

@@ -30,9 +30,15 @@ struct Bounds {
 class BoundedServer : public httplib::Server {
  public:
   explicit BoundedServer(Bounds bounds);
+  // Waits for every connection's thread: httplib's own task queue may be
+  // gone before they are.
+  ~BoundedServer() override;
   // Closes every connection's socket so that their threads end, and waits
   // for them: after stop(), before the server is destroyed.
   void close_connections();
+  // A connection's thread starts (on the accepting thread) and ends.
+  void thread_started();
+  void thread_ended();
 
  private:
   struct Connection {
@@ -50,9 +56,10 @@ class BoundedServer : public httplib::Server {
 
   Bounds m_bounds;
   std::mutex m_mutex;
-  std::condition_variable m_left;
   std::list<Connection> m_connections;
   bool m_stopping = false;
+  std::size_t m_threads = 0;
+  std::condition_variable m_threads_ended;
 };
 
 }  // namespace clock_serve
