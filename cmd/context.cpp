@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "store/open_store.hpp"
 #include "util/duration.hpp"
+#include "util/http_url.hpp"
 #include "util/owner_secret.hpp"
 #include "util/password.hpp"
 #include "util/process_facts.hpp"
@@ -128,11 +129,13 @@ std::vector<std::string> arguments_of(pid_t pid) {
   return args;
 }
 
-// What status and history show of a command line: its passwords and owner
-// secrets masked (a helper called as `step.sh "$CLOCK_OWNER"` holds one),
-// the owner id kept.
+// What status and history show of a command line: its passwords, owner
+// secrets (a helper called as `step.sh "$CLOCK_OWNER"` holds one) and the
+// secret parts of a nested clock run's --ping URL masked, the owner id and
+// the ping URL's host kept.
 std::string stored_command_line(const std::vector<std::string>& args) {
-  return util::mask_owner_secrets(util::mask_passwords(util::command_line(args)));
+  return util::mask_owner_secrets(
+      util::mask_passwords(util::mask_ping_urls(util::command_line(args))));
 }
 
 }  // namespace

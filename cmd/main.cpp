@@ -91,22 +91,24 @@ void hide_owner_secrets_in_argv(int argc, char** argv) {
   }
 }
 
-// A ping URL given with --ping (its path is the check's secret uuid or ping
-// key) shows in /proc/PID/cmdline: everything after its host is overwritten
-// before anything else runs, as owner secrets are. The guard's copy too.
+// A ping URL given with --ping (its user:password@, and its path: the
+// check's secret uuid or ping key) shows in /proc/PID/cmdline: those parts
+// are overwritten before anything else runs, as owner secrets are, the
+// host kept. The guard's copy too. The wrapped command's words go as well
+// (a nested `clock run --ping URL`): the command gets its own copy.
 void hide_ping_urls_in_argv(int argc, char** argv) {
-  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+  auto blank = [](char* word, std::size_t offset, const std::vector<util::Span>& spans) {
+    for (const auto& span : spans) {
+      for (std::size_t k = offset + span.begin; k < offset + span.end; ++k)
+        word[k] = 'x';
+    }
+  };
+  for (int i = 1; i < argc; ++i) {
     std::string_view arg(argv[i]);
-    std::size_t offset = 0;
-    if (arg.starts_with("--ping="))
-      offset = 7;
-    else if (i > 1 && std::string_view(argv[i - 1]) == "--ping")
-      offset = 0;
+    if (i > 1 && std::string_view(argv[i - 1]) == "--ping")
+      blank(argv[i], 0, util::http_url_secret_spans(arg));
     else
-      continue;
-    std::size_t secret = offset + util::http_host_end(arg.substr(offset));
-    for (std::size_t k = secret; k < arg.size(); ++k)
-      argv[i][k] = 'x';
+      blank(argv[i], 0, util::ping_url_spans(arg));
   }
 }
 

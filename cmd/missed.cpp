@@ -6,6 +6,7 @@
 
 #include "cmd/commands.hpp"
 #include "output/expected_render.hpp"
+#include "output/text.hpp"
 #include "store/expected.hpp"
 #include "util/duration.hpp"
 #include "util/utc_instant.hpp"
@@ -50,6 +51,16 @@ Verdict judge(const store::ExpectedRuns& expected, lock::Instant since) {
   return verdict;
 }
 
+// A namespace (any text a caller chose) as plugin output: control
+// characters escaped (a newline would start the long output, an ESC drive a
+// terminal) and '|' too, which would start forged perfdata.
+std::string nagios_text(std::string_view text) {
+  std::string out;
+  for (char c : output::escape_for_terminal(text))
+    out += c == '|' ? std::string("\\x7c") : std::string(1, c);
+  return out;
+}
+
 // The first line a Nagios/Icinga check prints, with perfdata.
 std::string nagios_line(const Verdict& verdict, std::size_t resources) {
   static const char* k_states[] = {"OK", "WARNING", "CRITICAL"};
@@ -57,7 +68,7 @@ std::string nagios_line(const Verdict& verdict, std::size_t resources) {
   if (!verdict.overdue.empty()) {
     line += std::to_string(verdict.overdue.size()) + " overdue:";
     for (const auto& name : verdict.overdue)
-      line += " " + name;
+      line += " " + nagios_text(name);
     line += "; ";
   }
   line += std::to_string(verdict.missed) + " missed period" + (verdict.missed == 1 ? "" : "s") +

@@ -18,7 +18,10 @@ namespace {
 
 // 127.0.0.1 only, unless --listen names another address.
 constexpr const char* k_default_listen = "127.0.0.1:8437";
-constexpr int k_worker_threads = 4;
+// At most this many connections at once, each on its own thread; when
+// they are all open, the oldest one not being answered makes room
+// (docs/serve.md, "Slow visitors").
+constexpr int k_max_connections = 256;
 
 struct Listen {
   std::string host;
@@ -105,8 +108,8 @@ Action register_serve(CLI::App& app) {
           "serving on {} without --auth-file: anyone who can reach it sees every lock "
           "holder's host and command; put it behind a proxy that authenticates",
           listen.host);
-    // Two malloc arenas, not eight per core: the worker threads allocate
-    // little, and each arena keeps its own free memory.
+    // Two malloc arenas, not eight per core: the connection threads
+    // allocate little, and each arena keeps its own free memory.
     mallopt(M_ARENA_MAX, 2);
     serve::SnapshotOptions snapshot_options;
     snapshot_options.ns = site.ns;
@@ -125,7 +128,7 @@ Action register_serve(CLI::App& app) {
     sigaddset(&stop_signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     serve::HttpServer server(
-        listen.host, listen.port, k_worker_threads,
+        listen.host, listen.port, k_max_connections,
         [&](const serve::Request& request) { return serve::answer(snapshots, site, request); });
     const bool v6 = listen.host.find(':') != std::string::npos;
     print("listening on http://" + (v6 ? "[" + listen.host + "]" : listen.host) + ":" +

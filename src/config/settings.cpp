@@ -255,11 +255,27 @@ void check_private(const fs::path& file, const struct stat& info, const Settings
                   "); chmod 600 it, or keep the password in ~/.pgpass or " + "CLOCK_DATABASE_URL");
 }
 
+// A ping URL's path is its check's secret (whoever has it can report the
+// job done): a file holding some that every user of the host may read is
+// worth a word, though not a refusal. Its group may: a fleet's
+// /etc/clock/clock.toml is shared with the users who run jobs that way.
+void warn_shared_ping_urls(const fs::path& file, const struct stat& info, Settings& settings) {
+  if (settings.ping_urls.empty() || (info.st_mode & 007) == 0)
+    return;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  settings.warnings.push_back(
+      "the config file " + file.string() + " holds ping URLs and every user may read it (mode " +
+      mode + "): anyone on this host can ping those checks as done; chmod o-r " + file.string() +
+      " (640, with a group of the users who run jobs, or 600)");
+}
+
 void apply_file(Settings& settings, const fs::path& file) {
   struct stat info {};
   std::string text = read_config_file(file, info);
   apply_config_text(settings, text, file);
   check_private(file, info, settings);
+  warn_shared_ping_urls(file, info, settings);
 }
 
 }  // namespace

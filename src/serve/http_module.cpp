@@ -81,12 +81,12 @@ void handle(void* context, const clock_serve_request* request, clock_serve_reply
 
 }  // namespace
 
-HttpServer::HttpServer(const std::string& host, int port, int threads, Handler handler)
+HttpServer::HttpServer(const std::string& host, int port, int connections, Handler handler)
     : m_handler(std::move(handler)) {
   const auto& loaded = module();
   char error[256] = "";
   m_server =
-      loaded.open(host.c_str(), port, threads, handle, &m_handler, &m_port, error, sizeof error);
+      loaded.open(host.c_str(), port, connections, handle, &m_handler, &m_port, error, sizeof error);
   if (!m_server)
     throw Error(ExitCode::usage, std::string(error) + "; choose another --listen ADDR:PORT");
 }

@@ -39,10 +39,11 @@ using Handler = std::function<Reply(const Request&)>;
 // A bound listening socket; serve() answers requests until stop().
 class HttpServer {
  public:
-  // Loads the module and binds host:port (0: any free port). Throws
+  // Loads the module and binds host:port (0: any free port); at most
+  // `connections` at once (module/bounded_server.hpp). Throws
   // clk::Error: unavailable (69) when the module is missing or does not
   // match, usage (64) when the address cannot be bound.
-  HttpServer(const std::string& host, int port, int threads, Handler handler);
+  HttpServer(const std::string& host, int port, int connections, Handler handler);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

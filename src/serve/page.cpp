@@ -92,8 +92,13 @@ function summary(item) {
 function drawHolders(status) {
   const body = document.querySelector("#holders tbody");
   body.replaceChildren();
-  const waiters = {};
-  for (const w of status.waiters) (waiters[label(w)] = waiters[label(w)] || []).push(w);
+  // A Map, never a plain object: a resource named constructor or __proto__
+  // would find Object.prototype's members and blank the page.
+  const waiters = new Map();
+  for (const w of status.waiters) {
+    if (!waiters.has(label(w))) waiters.set(label(w), []);
+    waiters.get(label(w)).push(w);
+  }
   const seen = new Set();
   for (const h of status.holders) {
     const key = label(h);
@@ -103,13 +108,13 @@ function drawHolders(status) {
                el("td", {class: "mono"}, h.command), el("td", {}, h.token), el("td", {}, dur(h.held_for_ms)));
     const cell = el("td", {class: "mono"});
     if (!seen.has(key)) {
-      for (const w of waiters[key] || []) cell.append(el("div", {class: "waiter"}, w.place + ". " + w.host + " pid " + w.pid + " " + w.command + " (" + dur(w.waited_ms) + ")"));
+      for (const w of waiters.get(key) || []) cell.append(el("div", {class: "waiter"}, w.place + ". " + w.host + " pid " + w.pid + " " + w.command + " (" + dur(w.waited_ms) + ")"));
     }
     seen.add(key);
     row.append(cell);
     body.append(row);
   }
-  for (const [key, list] of Object.entries(waiters)) {
+  for (const [key, list] of waiters) {
     if (seen.has(key)) continue;
     const row = el("tr", {"data-resource": list[0].resource});
     row.append(el("td", {class: "mono"}, key), el("td", {colspan: 8, class: "muted"}, "free, with waiters"));

@@ -56,7 +56,15 @@ Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& r
     // Against the database's clock, as every instant in history.
     since = snapshots.current()->now - *since_ago;
   }
-  return {200, k_json, snapshots.history_json(query, since)};
+  auto json = snapshots.history_json(query, since);
+  if (!json) {
+    return {429, k_text,
+            "too many different history queries this refresh period (" +
+                std::to_string(Snapshots::k_histories_per_period) +
+                "): ask again in " + std::to_string(options.refresh.count() / 1000 + 1) +
+                "s, or ask what another page already asked\n"};
+  }
+  return {200, k_json, json};
 }
 
 }  // namespace

@@ -14,9 +14,6 @@ namespace clk::serve {
 
 namespace {
 
-// /history.json's queries remembered per refresh: enough for a few pages'
-// worth of different filters, bounded whatever clients send.
-constexpr std::size_t k_remembered_histories = 64;
 
 std::string history_key(const store::HistoryQuery& query, std::optional<lock::Instant> since) {
   std::string key = query.ns.value_or("\x01") + "\x02";
@@ -124,6 +121,8 @@ std::shared_ptr<const std::string> Snapshots::history_json(const store::HistoryQ
   const auto key = history_key(query, since);
   if (auto it = m_histories.find(key); it != m_histories.end())
     return it->second;
+  if (m_histories.size() >= k_histories_per_period)
+    return nullptr;
   if (!m_store)
     m_store = m_open();
   // Newest first and bounded by the limit: keeping those at or after
@@ -133,8 +132,6 @@ std::shared_ptr<const std::string> Snapshots::history_json(const store::HistoryQ
     std::erase_if(events, [&](const store::HistoryEvent& event) { return event.at < *since; });
   auto text =
       std::make_shared<const std::string>(output::render_history(events, output::Format::json));
-  if (m_histories.size() >= k_remembered_histories)
-    m_histories.clear();
   m_histories.emplace(key, text);
   return text;
 }

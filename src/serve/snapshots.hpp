@@ -42,8 +42,15 @@ class Snapshots {
   // Concurrent callers share one read. Throws what the store throws.
   std::shared_ptr<const View> current();
 
+  // /history.json's distinct queries per refresh period: enough for a few
+  // pages' worth of different filters; the database runs no more history
+  // queries than this a period, whatever clients send.
+  static constexpr std::size_t k_histories_per_period = 64;
+
   // As clock history --format json for `query`, keeping only events at or
-  // after `since`; remembered per query for one refresh period.
+  // after `since`; remembered per query (its parsed values, not its text)
+  // for one refresh period. Null when the period's queries are all taken
+  // and this one is not among them.
   std::shared_ptr<const std::string> history_json(const store::HistoryQuery& query,
                                                   std::optional<lock::Instant> since);
 

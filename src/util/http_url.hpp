@@ -5,6 +5,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "util/password.hpp"
 
 namespace clk::util {
 
@@ -20,5 +23,20 @@ std::string masked_http_url(std::string_view url);
 // and where its host ends (the first '/', '?' or '#' after it).
 std::size_t http_host_begin(std::string_view url);
 std::size_t http_host_end(std::string_view url);
+
+// The secret parts of an http(s) URL, in order: its user:password@ (up to
+// the last '@', as password_spans reads one) and everything after its host
+// (the path and query: a check's uuid or ping key). None when `url` is not
+// http(s).
+std::vector<Span> http_url_secret_spans(std::string_view url);
+
+// The secret parts of every ping URL in a command line: the word after
+// `--ping` (one or more spaces apart, or '='), quoted or not, wherever it
+// is (also inside an `sh -c '…'` word).
+std::vector<Span> ping_url_spans(std::string_view text);
+
+// `text` with each span of ping_url_spans replaced by "****": how a stored
+// command line shows a nested clock run's --ping.
+std::string mask_ping_urls(std::string_view text);
 
 }  // namespace clk::util

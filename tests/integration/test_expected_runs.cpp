@@ -4,6 +4,7 @@
 // lists the missed periods and exits as a Nagios check (2 overdue, 1 missed
 // but caught up), Prometheus gets the last success and the period, and the
 // shipped alert rules fire on them (promtool test rules).
+#include <algorithm>
 #include <regex>
 #include <string>
 #include <thread>
@@ -206,6 +207,27 @@ TEST_SUITE("missed runs") {
     Result missed = env.clock({"missed", "job", "--since", "1h", "--format", "json"});
     CHECK_EXIT(missed, 0);
     CHECK(json::parse(missed.out)["resources"][0]["last_success"].is_string());
+  }
+
+  TEST_CASE("a namespace holding a newline, '|' or ESC cannot forge Nagios output" *
+            only_on("sqlite")) {
+    // Only a direct writer can store such a namespace (clock refuses it):
+    // here the SQLite file, on the servers a login calling the routines.
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"run", "-r", "rep", "--every", "1h", "--", "true"}), 0);
+    REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" \"INSERT INTO expected_runs VALUES "
+                           "(char(10) || 'CLOCK OK - all fine | overdue=0' || char(27) || '[2J', "
+                           "'forged', 1000, 0)\"",
+                           {{"DB", env.url().substr(7)}}),
+                 0);
+    Result nagios = env.clock({"missed", "--format", "nagios"});
+    CHECK_EXIT(nagios, 2);
+    INFO(nagios.out);
+    CHECK(nagios.out.starts_with("CLOCK CRITICAL - 1 overdue: "
+                                 "\\x0aCLOCK OK - all fine \\x7c overdue=0\\x1b[2J:forged; "));
+    CHECK(std::count(nagios.out.begin(), nagios.out.end(), '\n') == 1);
+    CHECK(std::count(nagios.out.begin(), nagios.out.end(), '|') == 1);
+    CHECK(nagios.out.find('\x1b') == std::string::npos);
   }
 
   TEST_CASE("the shipped alert rules load and their unit tests pass (promtool)") {

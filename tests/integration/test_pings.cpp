@@ -221,6 +221,37 @@ TEST_SUITE("pings") {
     CHECK(bad_file.err_lines().size() == 1);
   }
 
+  TEST_CASE("a ping URL's user:password@ and path: not in ps, nor in a nested run's command") {
+    TestEnv env;
+    Receiver receiver(env);
+    std::string url = receiver.url();
+    url.insert(std::string("http://").size(), "pinger:pw-sekrit@");
+    // An enclosing run whose command is a clock run with --ping.
+    auto outer = env.spawn(
+        env.clock_command({"run", "-r", "outer", "--", TestEnv::clock_binary(), "run", "-r",
+                           "inner", "--ping", url, "--", "sh", "-c", env.holding_script("nested")}));
+    REQUIRE(env.await_started("nested"));
+    const auto inner = env.holders_of("inner");
+    REQUIRE(inner.size() == 1);
+    for (pid_t pid : {outer->pid(), inner[0]["pid"].get<pid_t>()}) {
+      const std::string cmdline = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+      CAPTURE(pid);
+      CHECK(cmdline.find("127.0.0.1") != std::string::npos);
+      CHECK(cmdline.find("pw-sekrit") == std::string::npos);
+      CHECK(cmdline.find("secret-uuid") == std::string::npos);
+    }
+    const auto outer_holder = env.holders_of("outer");
+    REQUIRE(outer_holder.size() == 1);
+    const std::string stored = outer_holder[0]["command"];
+    CAPTURE(stored);
+    CHECK(stored.find("--ping http://****@127.0.0.1:") != std::string::npos);
+    CHECK(stored.find("pw-sekrit") == std::string::npos);
+    CHECK(stored.find("secret-uuid") == std::string::npos);
+    env.let_go("nested");
+    CHECK_EXIT(outer->wait(), 0);
+    CHECK(receiver.pings().size() == 2);  // the URL still works: /start and /0
+  }
+
   TEST_CASE("the ping URL's secret part is not in ps while the job runs") {
     TestEnv env;
     Receiver receiver(env);

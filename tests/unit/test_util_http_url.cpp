@@ -26,6 +26,21 @@ TEST_SUITE("util::http_url") {
     CHECK(masked_http_url("nonsense") == "…");
   }
 
+  TEST_CASE("a command line's --ping URLs lose their user:password@ and path, keep the host") {
+    using clk::util::mask_ping_urls;
+    CHECK(mask_ping_urls("clock run --ping http://u:pw@127.0.0.1:9/x -r a -- true") ==
+          "clock run --ping http://****@127.0.0.1:9**** -r a -- true");
+    CHECK(mask_ping_urls("clock run --ping=https://hc-ping.com/uuid -r a") ==
+          "clock run --ping=https://hc-ping.com**** -r a");
+    CHECK(mask_ping_urls("sh -c 'clock run --ping  \"https://h/k?x=1\" -- j'") ==
+          "sh -c 'clock run --ping  \"https://h****\" -- j'");
+    // A password holding '/' or '@' is covered up to the URL's last '@'.
+    CHECK(mask_ping_urls("--ping http://u:p/a@b@h/x") == "--ping http://****@h****");
+    CHECK(mask_ping_urls("--ping https://host") == "--ping https://host");
+    CHECK(mask_ping_urls("--pinger https://u:p@h/x --ping-x y") ==
+          "--pinger https://u:p@h/x --ping-x y");
+  }
+
   TEST_CASE("UTC instants parse with or without time and Z") {
     using namespace std::chrono;
     auto day = clk::util::parse_utc_instant("1970-01-02");

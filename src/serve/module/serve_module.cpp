@@ -5,6 +5,8 @@
 // to a SQLite run.
 #include "serve/module/serve_module.h"
 
+#include "serve/module/bounded_server.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <httplib.h>
@@ -15,7 +17,8 @@
 namespace {
 
 struct Server {
-  httplib::Server http;
+  explicit Server(clock_serve::Bounds bounds) : http(bounds) {}
+  clock_serve::BoundedServer http;
   clock_serve_handler handler = nullptr;
   void* context = nullptr;
 };
@@ -101,21 +104,20 @@ extern "C" {
 
 const char clock_serve_module_abi[] = CLOCK_SERVE_ABI;
 
-void* clock_serve_open(const char* host, int port, int threads, clock_serve_handler handler,
+void* clock_serve_open(const char* host, int port, int connections, clock_serve_handler handler,
                        void* context, int* bound_port, char* error, size_t error_size) {
-  auto server = std::make_unique<Server>();
+  clock_serve::Bounds bounds;
+  if (connections > 0)
+    bounds.max_connections = static_cast<size_t>(connections);
+  auto server = std::make_unique<Server>(bounds);
   server->handler = handler;
   server->context = context;
   Server* raw = server.get();
-  const size_t workers = threads > 0 ? static_cast<size_t>(threads) : 4;
-  server->http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   server->http.Get(".*", [raw](const httplib::Request& request, httplib::Response& response) {
     handle(*raw, request, response);
   });
-  // A slow or idle client holds a worker for at most this long.
-  server->http.set_read_timeout(5, 0);
-  server->http.set_write_timeout(5, 0);
-  server->http.set_keep_alive_max_count(20);
+  // The deadlines are bounded_server's; what httplib still reads itself is
+  // the largest body it takes (a GET has none).
   server->http.set_payload_max_length(64 * 1024);
   int bound = port;
   if (port == 0) {
@@ -140,7 +142,9 @@ int clock_serve_run(void* server) {
 }
 
 void clock_serve_stop(void* server) {
-  static_cast<Server*>(server)->http.stop();
+  auto& http = static_cast<Server*>(server)->http;
+  http.stop();
+  http.close_connections();
 }
 
 void clock_serve_close(void* server) {

@@ -6,13 +6,13 @@
 
 #include <stddef.h>
 
-#define CLOCK_SERVE_ABI "clock-serve 2"
+#define CLOCK_SERVE_ABI "clock-serve 3"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* "clock-serve 2": the module's version of this interface. */
+/* "clock-serve 3": the module's version of this interface. */
 extern const char clock_serve_module_abi[];
 
 /* One GET or HEAD request: the path without its query, the decoded query
@@ -38,14 +38,16 @@ typedef void (*clock_serve_reply)(void* sink, int status, const char* content_ty
                                   const char* body, size_t body_size, clock_serve_release release,
                                   void* cookie);
 
-/* Called on the module's worker threads, several at a time: the handler is
+/* Called on the module's connection threads, several at a time: the handler is
    thread-safe. It calls `reply` once before returning. */
 typedef void (*clock_serve_handler)(void* context, const struct clock_serve_request* request,
                                     clock_serve_reply reply, void* sink);
 
 /* Binds host:port (port 0: any free port) and returns a server, or NULL
-   with a one-line reason in `error`. *bound_port receives the port. */
-void* clock_serve_open(const char* host, int port, int threads, clock_serve_handler handler,
+   with a one-line reason in `error`. *bound_port receives the port. At most
+   `connections` are open at once, each on a thread of its own; a request
+   must arrive whole within a deadline (module/bounded_server.hpp). */
+void* clock_serve_open(const char* host, int port, int connections, clock_serve_handler handler,
                        void* context, int* bound_port, char* error, size_t error_size);
 /* Serves until clock_serve_stop (from another thread). Returns 0, or -1. */
 int clock_serve_run(void* server);

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "store/mariadb/access_denied.hpp"
+#include "store/mariadb/option_files.hpp"
 
 namespace clk::store::mariadb {
 
@@ -132,6 +133,8 @@ void Connection::open() {
 
 void Connection::connect_to(const MariadbHost& host) {
   init_library();
+  // Before Connector/C reads them: one that others may write is refused.
+  check_option_files(m_options.url.defaults_file);
   MYSQL* handle = mysql_init(nullptr);
   if (!handle)
     throw clk::Error(ExitCode::internal, "MariaDB client library: out of memory");
