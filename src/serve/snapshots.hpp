@@ -42,10 +42,9 @@ class Snapshots {
   // Concurrent callers share one read. Throws what the store throws.
   std::shared_ptr<const View> current();
 
-  // As clock history --format json for `query`, keeping only events at or
-  // after `since`; remembered per query for one refresh period.
-  std::shared_ptr<const std::string> history_json(const store::HistoryQuery& query,
-                                                  std::optional<lock::Instant> since);
+  // As clock history --format json for `query` (its since/within/host
+  // filters too); remembered per query for one refresh period.
+  std::shared_ptr<const std::string> history_json(const store::HistoryQuery& query);
 
   // How many times the database has been read (status, expected runs and
   // history count as one set): for clock serve -v and the tests.
