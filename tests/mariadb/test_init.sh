@@ -65,8 +65,8 @@ status=$?
 check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
 tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
 check "init made the tables ($tables)" test "$tables" = \
-  "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,run_counts,schema_migrations,successes,tokens,waiters"
-check "schema_migrations lists 001 to 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp,004_leftovers"
+  "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,run_counts,run_results,schema_migrations,successes,tokens,waiters"
+check "schema_migrations lists 001 to 005" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(name ORDER BY version) FROM schema_migrations')" = "001_schema,002_expected_runs,003_procedures_stamp,004_leftovers,005_run_exits"
 check "hierarchy_locks has its 16,385 slots" test "$(sql "$db" -e 'SELECT COUNT(*) FROM hierarchy_locks')" -eq 16385
 check "tokens has its one row at 0" test "$(sql "$db" -e 'SELECT last FROM tokens WHERE id = 1')" -eq 0
 server_us=$(sql "$db" -e 'SET time_zone = "+09:00"; SELECT clock_now_us()')
@@ -138,7 +138,7 @@ lease_of() { sql "$db" -e "SELECT CONCAT_WS('|', resource, owner, token, acquire
 lease_before=$(lease_of)
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "init on a version-1 schema with a live lease exits 0 ($(cat "$work/err"))" test $? -eq 0
-check "and records 002 to 004" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4"
+check "and records 002 to 005" test "$(sql "$db" -e 'SELECT GROUP_CONCAT(version ORDER BY version) FROM schema_migrations')" = "1,2,3,4,5"
 check "the lease is as it was, with no leftovers" \
   test "$(lease_of),$(sql "$db" -e 'SELECT COALESCE(leftovers, 0) FROM leases')" = "$lease_before,0"
 check "and the procedures are there" test "$(routines "$db")" = "$all_routines"

@@ -63,8 +63,11 @@ const Replaced k_replaced_functions[] = {
      {"renew(text, text[], uuid, bigint[], bigint, text, text)",
       "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"}},
     {"release(text, text[], uuid)",
-     {"release(text, text[], uuid, text, text, text, bigint[], boolean)"}},
-    {"history(text, text, integer)", {"history(text, text, integer, text)"}},
+     {"release(text, text[], uuid, text, text, text, bigint[], boolean)",
+      "release2(text, text[], uuid, text, text, text, bigint[], boolean, integer, integer)"}},
+    {"history(text, text, integer)",
+     {"history(text, text, integer, text)",
+      "history2(text, text, integer, text, bigint, bigint, text)", "run_results(text, text)"}},
     // The owner's proof for every act in its name (migration 012).
     {"leave_queue(text, text[], uuid, text)", {"leave_queue(text, text[], uuid, text, text)"}},
     {"record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)",
