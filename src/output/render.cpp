@@ -386,8 +386,8 @@ std::string last_runs(const std::vector<store::RunResults>& run_results) {
       "# TYPE clock_last_run_duration_seconds gauge\n";
   for (const auto& results : run_results) {
     const std::string labels = "{namespace=\"" + prometheus_label_value(results.ns) +
-                               "\",resource=\"" +
-                               prometheus_label_value(results.resource.str()) + "\"} ";
+                               "\",resource=\"" + prometheus_label_value(results.resource.str()) +
+                               "\"} ";
     const auto& exit = results.last_exit;
     status += "clock_last_exit_status" + labels +
               std::to_string(exit.code ? *exit.code : 128 + exit.signal) + "\n";
@@ -465,8 +465,8 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
       item.update(owner_json(event.info));
       item["held_for_ms"] = event.held_for ? json(event.held_for->count()) : json(nullptr);
       item["exit_code"] = event.exit && event.exit->code ? json(*event.exit->code) : json(nullptr);
-      item["signal"] = event.exit && !event.exit->code ? json(store::describe(*event.exit))
-                                                       : json(nullptr);
+      item["signal"] =
+          event.exit && !event.exit->code ? json(store::describe(*event.exit)) : json(nullptr);
       item["by"] = event.by.empty() ? json(nullptr) : json(event.by);
       item["in_the_way"] = json(nullptr);
       if (const auto& way = event.in_the_way) {

@@ -34,8 +34,7 @@ Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& r
       }
     } else if (name == "since" && !value.empty()) {
       if (!store::set_history_since(query, value))
-        return bad_request("since: " + std::string(store::k_history_since_forms) +
-                           " is expected");
+        return bad_request("since: " + std::string(store::k_history_since_forms) + " is expected");
     } else if (name == "host" && !value.empty()) {
       query.host = value;
     } else if (name == "limit") {

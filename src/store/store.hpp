@@ -269,9 +269,9 @@ struct RunResults {
 struct Snapshot {
   lock::Instant now{};  // the database's clock when the snapshot was taken
   std::vector<lock::Lease> holders;
-  std::vector<lock::Waiter> waiters;  // in queue order
-  std::vector<bool> holder_expired;   // per holder, true for an expired lease (with --all)
-  std::vector<RunCount> run_counts;   // by namespace, resource and outcome name
+  std::vector<lock::Waiter> waiters;    // in queue order
+  std::vector<bool> holder_expired;     // per holder, true for an expired lease (with --all)
+  std::vector<RunCount> run_counts;     // by namespace, resource and outcome name
   std::vector<RunResults> run_results;  // by namespace and resource
   // Resources with an expected period (filled by `clock status`, from
   // Store::expected_runs, read after the rest).

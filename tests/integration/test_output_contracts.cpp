@@ -198,9 +198,8 @@ TEST_SUITE("output contracts") {
     CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {
             return event["event"] == "skipped" && event["done_by"].is_object();
           }) == 1);
-    CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {
-            return event["exit_code"] == 3;
-          }) == 1);
+    CHECK(std::count_if(events.begin(), events.end(),
+                        [](const nlohmann::json& event) { return event["exit_code"] == 3; }) == 1);
     CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {
             return event["signal"] == "SIGTERM";
           }) >= 1);

@@ -102,8 +102,9 @@ TEST_SUITE("run exits") {
     CHECK(sample(metrics.out, "clock_last_exit_status{namespace=\"\",resource=\"job.term\"}") ==
           "143");
     for (const char* resource : {"job.good", "job.bad", "job.term"}) {
-      auto seconds = sample(metrics.out, "clock_last_run_duration_seconds{namespace=\"\",resource=\"" +
-                                             std::string(resource) + "\"}");
+      auto seconds =
+          sample(metrics.out, "clock_last_run_duration_seconds{namespace=\"\",resource=\"" +
+                                  std::string(resource) + "\"}");
       CHECK_MESSAGE(!seconds.empty(), resource);
       if (!seconds.empty())
         CHECK(std::stod(seconds) >= 0);
@@ -112,9 +113,9 @@ TEST_SUITE("run exits") {
 
   TEST_CASE("--once-per counts a run history calls succeeded, not one a signal ended") {
     TestEnv env;
-    CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "nightly", "--", "sh", "-c",
-                          "kill -TERM $$"}),
-               143);
+    CHECK_EXIT(
+        env.clock({"run", "--once-per", "1h", "-r", "nightly", "--", "sh", "-c", "kill -TERM $$"}),
+        143);
     // The period is not done: the next request runs.
     CHECK_EXIT(env.shell("\"$T_CLOCK\" run --once-per 1h -r nightly -- touch \"$T_DIR/ran\""), 0);
     CHECK(fs::exists(env.path("ran")));

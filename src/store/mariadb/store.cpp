@@ -376,10 +376,10 @@ class MariadbStore : public Store {
     if (query.within)
       within_ms = std::int64_t{query.within->count()};
     try {
-      return parse_history(call("history", "clock_history2", 7,
-                                {db::text_or_null(query.ns), db::text_or_null(prefix),
-                                 std::int64_t{query.limit}, db::text_or_null(event), since_us,
-                                 within_ms, db::text_or_null(query.host)}));
+      return parse_history(
+          call("history", "clock_history2", 7,
+               {db::text_or_null(query.ns), db::text_or_null(prefix), std::int64_t{query.limit},
+                db::text_or_null(event), since_us, within_ms, db::text_or_null(query.host)}));
     } catch (const db::ServerTrouble& trouble) {
       if (!not_granted(trouble) || query.since || query.within || query.host)
         throw;
@@ -424,9 +424,10 @@ class MariadbStore : public Store {
       } catch (const db::ServerTrouble& trouble) {
         if (!not_granted(trouble))
           throw;
-        spdlog::info("{}; releasing without recording how the run ended (run sql/mariadb/roles.sql "
-                     "again to grant clock_release2)",
-                     trouble.what());
+        spdlog::info(
+            "{}; releasing without recording how the run ended (run sql/mariadb/roles.sql "
+            "again to grant clock_release2)",
+            trouble.what());
         m_release2_denied = true;
       }
     }

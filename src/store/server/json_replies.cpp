@@ -332,8 +332,8 @@ std::vector<RunResults> parse_run_results(const std::string& text) {
            .resource = lock::Resource::parse(text_of(row.at("resource"))),
            .succeeded = integer_of(row.at("succeeded")),
            .failed = integer_of(row.at("failed")),
-           .last_exit =
-               run_exit_of(row.at("last_exit_code"), row.at("last_exit_signal")).value_or(RunExit{}),
+           .last_exit = run_exit_of(row.at("last_exit_code"), row.at("last_exit_signal"))
+                            .value_or(RunExit{}),
            .last_held_for = milliseconds(integer_of(row.at("last_held_for_ms"))),
            .last_ended = instant_of(row.at("last_ended"))});
     }
