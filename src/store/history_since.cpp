@@ -31,6 +31,9 @@ std::optional<lock::Instant> instant_with_fraction(std::string_view text) {
     fraction = std::chrono::milliseconds(ms);
     text = text.substr(0, dot);
   }
+  // An instant is nanoseconds in 64 bits: past 2262 it would wrap around.
+  if (text.size() >= 4 && text.substr(0, 4) > "2261")
+    return std::nullopt;
   auto whole = util::parse_utc_instant(text);
   if (!whole)
     return std::nullopt;

@@ -159,7 +159,7 @@ TEST_SUITE("run exits") {
     CHECK(resources_of({"--since", late_at}).count("late") >= 1);
     CHECK(resources_of({"--since", "1h"}).count("early") == 1);
     CHECK(resources_of({"--since", "2000-01-01"}).count("early") == 1);
-    CHECK(resources_of({"--since", "2999-01-01T00:00Z"}).empty());
+    CHECK(resources_of({"--since", "2200-01-01T00:00Z"}).empty());
     CHECK(resources_of({"--host", host_name()}).count("early") == 1);
     CHECK(resources_of({"--host", "no-such-host." + host_name()}).empty());
     CHECK(resources_of({"--host", host_name(), "--since", late_at}).count("early") == 0);
