@@ -16,13 +16,14 @@ using nlohmann::json;
 
 namespace {
 
-// The released events of clock history --format json, by resource.
+// The newest released event of each resource, from clock history --format json.
 std::map<std::string, json> released_by_resource(const TestEnv& env) {
   Result history = env.clock({"history", "--event", "released", "--format", "json"});
   REQUIRE_EXIT(history, 0);
   std::map<std::string, json> out;
-  for (const auto& event : json::parse(history.out)["events"])
-    out[event["resource"].get<std::string>()] = event;
+  const json reply = json::parse(history.out);  // outlives the loop (a temporary would not)
+  for (const auto& event : reply["events"])
+    out.emplace(event["resource"].get<std::string>(), event);  // newest first: the newest stays
   return out;
 }
 
@@ -66,7 +67,8 @@ TEST_SUITE("run exits") {
     CHECK_EXIT(env.clock({"release", "-r", "job.plain", "--owner", held.credential}), 0);
     Result all = env.clock({"history", "--format", "json", "--limit", "100"});
     REQUIRE_EXIT(all, 0);
-    for (const auto& event : json::parse(all.out)["events"]) {
+    const json every = json::parse(all.out);
+    for (const auto& event : every["events"]) {
       if (event["event"] != "released" || event["resource"] == "job.plain") {
         CHECK(event["exit_code"].is_null());
         CHECK(event["signal"].is_null());
@@ -149,7 +151,8 @@ TEST_SUITE("run exits") {
       Result history = env.clock(args);
       REQUIRE_EXIT(history, 0);
       std::multiset<std::string> out;
-      for (const auto& event : json::parse(history.out)["events"])
+      const json reply = json::parse(history.out);
+      for (const auto& event : reply["events"])
         out.insert(event["resource"].get<std::string>());
       return out;
     };

@@ -267,7 +267,8 @@ TEST_SUITE("serve") {
     CHECK_EXIT(env.clock({"run", "-r", "job.term", "--", "sh", "-c", "kill -TERM $$"}), 143);
     Served served(env);
     std::map<std::string, nlohmann::json> bars;
-    for (const auto& interval : nlohmann::json::parse(served.body("/timeline.json"))["intervals"])
+    const auto timeline = nlohmann::json::parse(served.body("/timeline.json"));
+    for (const auto& interval : timeline["intervals"])
       bars[interval["resource"].get<std::string>()] = interval;
     INFO(nlohmann::json(bars).dump(2));
     REQUIRE(bars.size() == 3);
