@@ -1,6 +1,7 @@
-// clock history: past grants, releases, expiries, forced releases, lost leases
-// and the runs that did not happen.
+// clock history: past grants, releases (with how each run ended), expiries,
+// forced releases, lost leases and the runs that did not happen.
 #include "cmd/commands.hpp"
+#include "store/history_since.hpp"
 
 namespace clk::cmd {
 
@@ -10,6 +11,8 @@ Action register_history(CLI::App& app) {
     int limit = 50;
     std::string format = "table";
     std::optional<std::string> event;
+    std::optional<std::string> since;
+    std::optional<std::string> host;
   };
   auto options = std::make_shared<Options>();
   auto* command = app.add_subcommand("history", "Show past grants and releases, newest first");
@@ -26,11 +29,16 @@ Action register_history(CLI::App& app) {
                    "that did not happen: skipped, timed_out, killed, or a renew, release or "
                    "re-entry refused for want of the owner's secret: refused")
       ->check(CLI::IsMember(kinds));
+  command->add_option("--since", options->since,
+                      "Only events since D ago (90m, 2d; on the database's clock) or since a UTC "
+                      "time (2026-11-26T03:00Z)");
+  command->add_option("--host", options->host, "Only events of host H (the holder or requester)");
   command->footer(
       "JSON Schema of --format json: /usr/share/doc/clock/schema/history.schema.json (package), "
       "packaging/schema/history.schema.json (source tree)\n"
       "Examples:\n  clock history bootstrap --limit 20\n"
-      "  clock history --event skipped   # cron runs refused because the job was busy");
+      "  clock history --event skipped   # cron runs refused because the job was busy\n"
+      "  clock history --since 1d --host web1   # how last night's runs on web1 ended");
   return [options](Context& context) {
     auto format = format_flag(options->format, {output::Format::table, output::Format::json});
     store::HistoryQuery query;
@@ -41,6 +49,11 @@ Action register_history(CLI::App& app) {
     query.limit = options->limit;
     if (options->event)
       query.event = store::event_kind_of(*options->event);
+    if (options->since && !store::set_history_since(query, *options->since)) {
+      throw Error(ExitCode::usage, "--since " + *options->since + ": expected " +
+                                       std::string(store::k_history_since_forms));
+    }
+    query.host = options->host;
     print(output::render_history(context.open_store()->history(query), format));
     return 0;
   };

@@ -16,7 +16,8 @@
 --
 -- clock_reader    what `clock status`, `history`, `status --missed` and a
 --                 read-only page (clock serve) need: EXECUTE on
---                 clock_status_rows, clock_history and clock_expected_rows,
+--                 clock_status_rows, clock_history, clock_history2,
+--                 clock_run_results and clock_expected_rows,
 --                 SELECT on schema_migrations and procedures_stamp (the
 --                 version check every command makes first). Nothing that writes.
 -- clock_app       clock_reader, plus what `clock run`, `acquire`, `renew` and
@@ -24,8 +25,9 @@
 --                 clock_leave_queue, clock_record_missed_run, clock_renew,
 --                 clock_note_leftovers (what clock run's command left
 --                 running), clock_note_holder (clock run's process facts),
---                 clock_release (each only ever of the owner id it is
---                 given, and only with that owner's secret),
+--                 clock_release and clock_release2 (each only ever of the
+--                 owner id it is given, and only with that owner's secret;
+--                 clock_release2 also records how the run ended),
 --                 clock_expect_runs, and clock_holder_trace and
 --                 clock_end_dead_lease (a lease whose holder died on the
 --                 caller's host: any lease whose recorded facts the caller
@@ -69,6 +71,8 @@ GRANT SELECT ON schema_migrations TO clock_reader;
 GRANT SELECT ON procedures_stamp TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_status_rows TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_history TO clock_reader;
+GRANT EXECUTE ON PROCEDURE clock_history2 TO clock_reader;
+GRANT EXECUTE ON PROCEDURE clock_run_results TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_expected_rows TO clock_reader;
 
 GRANT EXECUTE ON PROCEDURE clock_try_acquire TO clock_app;
@@ -80,6 +84,7 @@ GRANT EXECUTE ON PROCEDURE clock_note_holder TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_holder_trace TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_end_dead_lease TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_release TO clock_app;
+GRANT EXECUTE ON PROCEDURE clock_release2 TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
 
 GRANT EXECUTE ON PROCEDURE clock_force_release TO clock_operator;

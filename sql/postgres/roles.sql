@@ -21,10 +21,11 @@
 --                 whose holder died on the caller's host: any lease whose
 --                 recorded facts the caller names, without the owner's
 --                 secret; docs/threat-model.md, "Dead holders"),
---                 release (of the caller's own leases: the function
---                 only ever touches the lease of the owner id it is given,
---                 and only with that owner's secret),
---                 status_rows and history, expect_runs (clock run --once-per
+--                 release and release2 (of the caller's own leases: the
+--                 function only ever touches the lease of the owner id it is
+--                 given, and only with that owner's secret; release2 also
+--                 records how the run ended),
+--                 status_rows, history, history2 and run_results, expect_runs (clock run --once-per
 --                 or --every declares the period of a resource it holds,
 --                 with the owner's secret) and
 --                 expected_rows (status, missed), and SELECT on schema_migrations (the
@@ -34,8 +35,8 @@
 --                 this role cannot run DDL, rewrite or delete history, or
 --                 write a lease the rules would refuse.
 -- clock_reader    what `clock serve` (and `status`, `history`, `missed`) needs
---                 and no more: EXECUTE on status_rows, history and
---                 expected_rows, and SELECT on schema_migrations. It can
+--                 and no more: EXECUTE on status_rows, history, history2,
+--                 run_results and expected_rows, and SELECT on schema_migrations. It can
 --                 read who holds what and what happened, never take, renew,
 --                 release or declare anything.
 -- clock_operator  clock_app, plus force_release (`release --force`, recorded
@@ -97,8 +98,11 @@ GRANT EXECUTE ON FUNCTION
   :"schema".holder_trace(text, text, uuid, bigint, text, bigint),
   :"schema".end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text),
   :"schema".release(text, text[], uuid, text, text, text, bigint[], boolean),
+  :"schema".release2(text, text[], uuid, text, text, text, bigint[], boolean, integer, integer),
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text),
+  :"schema".history2(text, text, integer, text, bigint, bigint, text),
+  :"schema".run_results(text, text),
   :"schema".expect_runs(text, text[], bigint, uuid, text, text),
   :"schema".expected_rows(text, text, bigint)
 TO clock_app;
@@ -108,6 +112,8 @@ GRANT SELECT ON :"schema".schema_migrations TO clock_reader;
 GRANT EXECUTE ON FUNCTION
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text),
+  :"schema".history2(text, text, integer, text, bigint, bigint, text),
+  :"schema".run_results(text, text),
   :"schema".expected_rows(text, text, bigint)
 TO clock_reader;
 

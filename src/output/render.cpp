@@ -350,17 +350,52 @@ struct ResourceMetrics {
 
 // One counter per resource and outcome, from counts that gc does not prune,
 // so a rate() over it never sees a reset that did not happen.
-std::string runs_total(const std::vector<store::RunCount>& run_counts) {
+// succeeded and failed count how clock run's commands ended (exit 0; any
+// other exit or a signal), beside the outcomes of the lock.
+std::string runs_total(const std::vector<store::RunCount>& run_counts,
+                       const std::vector<store::RunResults>& run_results) {
   std::string out =
       "# HELP clock_runs_total Runs of the resource by outcome (acquired, skipped, timed_out, "
-      "lost, killed, forced).\n"
+      "lost, killed, forced; succeeded and failed: how clock run's command ended).\n"
       "# TYPE clock_runs_total counter\n";
-  for (const auto& run : run_counts) {
-    out += "clock_runs_total{namespace=\"" + prometheus_label_value(run.ns) + "\",resource=\"" +
-           prometheus_label_value(run.resource.str()) + "\",outcome=\"" +
-           std::string(store::to_string(run.outcome)) + "\"} " + std::to_string(run.count) + "\n";
+  auto line = [&](const std::string& ns, const lock::Resource& resource, std::string_view outcome,
+                  std::int64_t count) {
+    out += "clock_runs_total{namespace=\"" + prometheus_label_value(ns) + "\",resource=\"" +
+           prometheus_label_value(resource.str()) + "\",outcome=\"" + std::string(outcome) +
+           "\"} " + std::to_string(count) + "\n";
+  };
+  for (const auto& run : run_counts)
+    line(run.ns, run.resource, store::to_string(run.outcome), run.count);
+  for (const auto& results : run_results) {
+    line(results.ns, results.resource, "succeeded", results.succeeded);
+    line(results.ns, results.resource, "failed", results.failed);
   }
   return out;
+}
+
+// How each resource's latest run of clock run ended: its exit status (a
+// signal N as the shell reports it, 128+N) and how long its lease was held.
+std::string last_runs(const std::vector<store::RunResults>& run_results) {
+  std::string status =
+      "# HELP clock_last_exit_status Exit status of the resource's latest run (128+N for a "
+      "command ended by signal N).\n"
+      "# TYPE clock_last_exit_status gauge\n";
+  std::string duration =
+      "# HELP clock_last_run_duration_seconds How long the resource's latest run held its "
+      "lease.\n"
+      "# TYPE clock_last_run_duration_seconds gauge\n";
+  for (const auto& results : run_results) {
+    const std::string labels = "{namespace=\"" + prometheus_label_value(results.ns) +
+                               "\",resource=\"" + prometheus_label_value(results.resource.str()) +
+                               "\"} ";
+    const auto& exit = results.last_exit;
+    status += "clock_last_exit_status" + labels +
+              std::to_string(exit.code ? *exit.code : 128 + exit.signal) + "\n";
+    char seconds[64];
+    std::snprintf(seconds, sizeof seconds, "%.3f", results.last_held_for.count() / 1000.0);
+    duration += "clock_last_run_duration_seconds" + labels + seconds + "\n";
+  }
+  return status + duration;
 }
 
 std::string render_prometheus(const store::Snapshot& snapshot) {
@@ -408,7 +443,8 @@ std::string render_prometheus(const store::Snapshot& snapshot) {
              "\",resource=\"" + prometheus_label_value(key.second) + "\"} " + number + "\n";
     }
   }
-  out += runs_total(snapshot.run_counts);
+  out += runs_total(snapshot.run_counts, snapshot.run_results);
+  out += last_runs(snapshot.run_results);
   return out;
 }
 
@@ -428,6 +464,9 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
                    {"token", event.token}};
       item.update(owner_json(event.info));
       item["held_for_ms"] = event.held_for ? json(event.held_for->count()) : json(nullptr);
+      item["exit_code"] = event.exit && event.exit->code ? json(*event.exit->code) : json(nullptr);
+      item["signal"] =
+          event.exit && !event.exit->code ? json(store::describe(*event.exit)) : json(nullptr);
       item["by"] = event.by.empty() ? json(nullptr) : json(event.by);
       item["in_the_way"] = json(nullptr);
       if (const auto& way = event.in_the_way) {
@@ -457,6 +496,8 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
   std::vector<std::vector<std::string>> rows;
   for (const auto& event : events) {
     std::string what(store::to_string(event.kind));
+    if (event.exit)
+      what += " (" + store::describe(*event.exit) + ")";
     if (!event.by.empty())
       what += " by " + escape_for_terminal(event.by);
     if (const auto& way = event.in_the_way) {

@@ -2,6 +2,8 @@
 // its leases renewed while it runs and released when it ends.
 #include "run/locked_run.hpp"
 
+#include <sys/wait.h>
+
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
@@ -115,6 +117,12 @@ void record_leftovers(store::Store& store, const HeldLocks& held, const RunEnd& 
   }
 }
 
+store::RunExit run_exit_of(int wait_status) {
+  if (WIFSIGNALED(wait_status))
+    return {std::nullopt, WTERMSIG(wait_status)};
+  return {WEXITSTATUS(wait_status), 0};
+}
+
 // Releases after the command; a lease found lost then means the command ran
 // unprotected for part of its run: exit 79 (man clock, EXIT STATUS), saying since when.
 int release_after_run(store::Store& store, const HeldLocks& held, const RunEnd& end) {
@@ -122,9 +130,12 @@ int release_after_run(store::Store& store, const HeldLocks& held, const RunEnd& 
   release.ns = held.request.ns;
   release.resources = held.request.resources;
   release.owner = held.request.owner;
-  // A run counts for --once-per when its command exited 0 and its lease is
-  // still held at the release (a lost run does not count: the store refuses).
-  release.succeeded = end.status == 0 && !end.stopped_for_lost_lease;
+  // How the command ended is recorded with the release. A run counts for
+  // --once-per when its command exited 0 and its lease is still held at the
+  // release (a lost run does not count: the store refuses), so that what
+  // history calls succeeded and what --once-per counts are one notion.
+  release.exit = run_exit_of(end.wait_status);
+  release.succeeded = release.exit->succeeded() && !end.stopped_for_lost_lease;
   release.secret = held.request.secret;
   release.caller = held.caller();
   // What it holds, so that a release whose reply a failover lost is looked

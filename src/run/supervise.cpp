@@ -59,6 +59,7 @@ struct Ending {
   bool out_of_time;  // --max-runtime stopped the command (and the lease was not lost meanwhile)
   bool lease_lost;   // the command was stopped because the lease was lost
   std::vector<lock::Leftover> leftovers;  // what the command left, and what became of it
+  int wait_status;                        // the command's own, as waitpid gave it
 };
 
 std::string signal_name(int signo) {
@@ -95,7 +96,7 @@ class Supervision {
       m_tree.reap_orphans(m_command_done ? -1 : m_child);
       if (child_status && job_done(*child_status))
         return {finish(*child_status), m_stopping == Stopping::out_of_time,
-                m_stopping == Stopping::lease_lost, m_leftovers};
+                m_stopping == Stopping::lease_lost, m_leftovers, *child_status};
       Clock::time_point now = Clock::now();
       start_heartbeat_when_due(now);
       check_lease(now);
@@ -436,7 +437,8 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
   terminal.give_to(group);  // the child took it already; this records it
   if (spawned.pid < 0) {
     guard.stand_down();
-    RunEnd end{spawned.status, false, first_renewal_start, {}};
+    // Never started: its status (126, 127) stands for an exit code.
+    RunEnd end{spawned.status, false, first_renewal_start, {}, W_EXITCODE(spawned.status, 0)};
     return after_child ? after_child(end) : end.status;
   }
 
@@ -467,7 +469,8 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     stop_command();
     throw;
   }
-  RunEnd end{ending.status, ending.lease_lost, first_renewal_start, std::move(ending.leftovers)};
+  RunEnd end{ending.status, ending.lease_lost, first_renewal_start, std::move(ending.leftovers),
+             ending.wait_status};
   const bool out_of_time = ending.out_of_time;
   if (heartbeat) {
     heartbeat->stop();

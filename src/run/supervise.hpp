@@ -23,6 +23,9 @@ struct RunEnd {
   // The processes the command left running when it exited, with what became
   // of each (waited for or ended); empty when it left none.
   std::vector<lock::Leftover> leftovers;
+  // How the command itself ended, as waitpid(2) gives it (WIFEXITED, WEXITSTATUS,
+  // WTERMSIG), whatever clock exits with (79, 124): what history records.
+  int wait_status = 0;
 };
 
 // Runs once the child is gone; returns the status clock exits with.

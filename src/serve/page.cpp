@@ -31,6 +31,7 @@ th{background:#eee}.mono{font-family:ui-monospace,monospace;white-space:pre-wrap
 .bar[data-outcome=released]{background:#3a7d44}.bar[data-outcome=held]{background:#2b6cb0}
 .bar[data-outcome=expired]{background:#b7791f}.bar[data-outcome=lost]{background:#c53030;background-image:repeating-linear-gradient(45deg,transparent 0 4px,#fff6 4px 7px)}
 .bar[data-outcome=killed]{background:#6b21a8}.bar[data-outcome=forced]{background:#dd6b20}
+.bar[data-outcome=failed]{background:#9b2c2c;background-image:repeating-linear-gradient(-45deg,transparent 0 4px,#0004 4px 7px)}
 .mark{position:absolute;top:-3px;width:0;height:0;border-left:5px solid transparent;border-right:5px solid transparent;cursor:pointer;margin-left:-5px}
 .mark[data-kind=skipped]{border-top:9px solid #555}.mark[data-kind=timed_out]{border-top:9px solid #d69e2e}.mark[data-kind=killed]{border-top:9px solid #6b21a8}
 .legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}
@@ -43,7 +44,7 @@ th{background:#eee}.mono{font-family:ui-monospace,monospace;white-space:pre-wrap
 <h2>Overdue and expected runs</h2><table id="expected"><thead><tr><th>resource</th><th>every</th><th>last success</th><th>due</th><th>state</th></tr></thead><tbody></tbody></table>
 <h2>Timeline</h2>
 <div id="zoom"><button data-hours="1">last hour</button><button data-hours="6">6 h</button><button data-hours="24">24 h</button><button data-hours="168">last week</button></div>
-<div class="legend"><span><i style="background:#3a7d44"></i>released</span><span><i style="background:#2b6cb0"></i>held</span><span><i style="background:#b7791f"></i>expired</span><span><i style="background:#c53030"></i>lost</span><span><i style="background:#6b21a8"></i>killed</span><span><i style="background:#dd6b20"></i>forced</span><span>&#9660; skipped (grey), timed out (amber)</span></div>
+<div class="legend"><span><i style="background:#3a7d44"></i>released</span><span><i style="background:#9b2c2c"></i>failed (exit &ne; 0 or a signal)</span><span><i style="background:#2b6cb0"></i>held</span><span><i style="background:#b7791f"></i>expired</span><span><i style="background:#c53030"></i>lost</span><span><i style="background:#6b21a8"></i>killed</span><span><i style="background:#dd6b20"></i>forced</span><span>&#9660; skipped (grey), timed out (amber)</span></div>
 <div id="truncated" class="muted"></div>
 <div id="axis"></div><div id="lanes"></div>
 <div id="details"></div>
@@ -85,7 +86,10 @@ function details(item) {
   box.style.display = "block";
 }
 function summary(item) {
-  return [label(item), item.outcome || item.kind, "host " + item.host, "pid " + item.pid,
+  const ended = item.signal ? "ended by " + item.signal
+      : item.exit_code !== undefined && item.exit_code !== null ? "exit " + item.exit_code : "";
+  const took = dur(item.held_for_ms) ? "held " + dur(item.held_for_ms) : "";
+  return [label(item), item.outcome || item.kind, ended, took, "host " + item.host, "pid " + item.pid,
           "token " + item.token, "owner " + item.owner, item.command, item.by ? "by " + item.by : ""]
       .filter(Boolean).join("\n");
 }

@@ -4,7 +4,7 @@
 
 #include "error.hpp"
 #include "serve/page.hpp"
-#include "util/duration.hpp"
+#include "store/history_since.hpp"
 
 namespace clk::serve {
 
@@ -20,11 +20,11 @@ Reply bad_request(const std::string& why) {
   return {400, k_text, why + "\n"};
 }
 
-// /history.json?resource=PREFIX&since=DURATION&limit=N&event=KIND
+// /history.json?resource=PREFIX&since=D&host=H&limit=N&event=KIND, as
+// clock history PREFIX --since D --host H --limit N --event KIND.
 Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& request) {
   store::HistoryQuery query;
   query.ns = options.ns;
-  std::optional<std::chrono::milliseconds> since_ago;
   for (const auto& [name, value] : request.params) {
     if (name == "resource" && !value.empty()) {
       try {
@@ -33,9 +33,10 @@ Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& r
         return bad_request(std::string("resource: ") + error.what());
       }
     } else if (name == "since" && !value.empty()) {
-      since_ago = util::parse_duration(value);
-      if (!since_ago)
-        return bad_request("since: a duration before now is expected (90s, 5m, 2h, 1d)");
+      if (!store::set_history_since(query, value))
+        return bad_request("since: " + std::string(store::k_history_since_forms) + " is expected");
+    } else if (name == "host" && !value.empty()) {
+      query.host = value;
     } else if (name == "limit") {
       int limit = 0;
       auto [end, problem] = std::from_chars(value.data(), value.data() + value.size(), limit);
@@ -51,12 +52,7 @@ Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& r
             "timed_out, killed or refused");
     }
   }
-  std::optional<lock::Instant> since;
-  if (since_ago) {
-    // Against the database's clock, as every instant in history.
-    since = snapshots.current()->now - *since_ago;
-  }
-  auto json = snapshots.history_json(query, since);
+  auto json = snapshots.history_json(query);
   if (!json) {
     return {429, k_text,
             "too many different history queries this refresh period (" +

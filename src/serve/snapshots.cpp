@@ -15,12 +15,14 @@ namespace clk::serve {
 namespace {
 
 
-std::string history_key(const store::HistoryQuery& query, std::optional<lock::Instant> since) {
+std::string history_key(const store::HistoryQuery& query) {
   std::string key = query.ns.value_or("\x01") + "\x02";
   key += query.prefix ? query.prefix->str() : "";
   key += "\x02" + std::to_string(query.limit) + "\x02";
   key += query.event ? std::string(store::to_string(*query.event)) : "";
-  key += "\x02" + (since ? std::to_string(since->time_since_epoch().count()) : "");
+  key += "\x02" + (query.since ? std::to_string(query.since->time_since_epoch().count()) : "");
+  key += "\x02" + (query.within ? std::to_string(query.within->count()) : "");
+  key += "\x02" + query.host.value_or("\x01");
   return key;
 }
 
@@ -114,22 +116,17 @@ std::shared_ptr<const View> Snapshots::read() {
   return view;
 }
 
-std::shared_ptr<const std::string> Snapshots::history_json(const store::HistoryQuery& query,
-                                                           std::optional<lock::Instant> since) {
+std::shared_ptr<const std::string> Snapshots::history_json(const store::HistoryQuery& query) {
   current();
   std::lock_guard lock(m_mutex);
-  const auto key = history_key(query, since);
+  const auto key = history_key(query);
   if (auto it = m_histories.find(key); it != m_histories.end())
     return it->second;
   if (m_histories.size() >= k_histories_per_period)
     return nullptr;
   if (!m_store)
     m_store = m_open();
-  // Newest first and bounded by the limit: keeping those at or after
-  // `since` is the same as reading only those.
   auto events = m_store->history(query);
-  if (since)
-    std::erase_if(events, [&](const store::HistoryEvent& event) { return event.at < *since; });
   auto text =
       std::make_shared<const std::string>(output::render_history(events, output::Format::json));
   m_histories.emplace(key, text);

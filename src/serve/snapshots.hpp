@@ -47,12 +47,11 @@ class Snapshots {
   // queries than this a period, whatever clients send.
   static constexpr std::size_t k_histories_per_period = 64;
 
-  // As clock history --format json for `query`, keeping only events at or
-  // after `since`; remembered per query (its parsed values, not its text)
+  // As clock history --format json for `query` (its since/within/host
+  // filters too); remembered per query (its parsed values, not its text)
   // for one refresh period. Null when the period's queries are all taken
   // and this one is not among them.
-  std::shared_ptr<const std::string> history_json(const store::HistoryQuery& query,
-                                                  std::optional<lock::Instant> since);
+  std::shared_ptr<const std::string> history_json(const store::HistoryQuery& query);
 
   // How many times the database has been read (status, expected runs and
   // history count as one set): for clock serve -v and the tests.

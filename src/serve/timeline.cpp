@@ -28,16 +28,26 @@ OwnerKey owner_key_of(const store::HistoryEvent& event) {
 // released by clock after it stopped the command.
 int weight(std::string_view outcome) {
   if (outcome == "killed")
-    return 5;
+    return 6;
   if (outcome == "lost")
-    return 4;
+    return 5;
   if (outcome == "forced")
-    return 3;
+    return 4;
   if (outcome == "expired")
+    return 3;
+  if (outcome == "failed")
     return 2;
   if (outcome == "released")
     return 1;
   return 0;
+}
+
+// How an ending event tells the hold ended: a release whose run's command
+// failed (an exit code other than 0, or a signal) is `failed`.
+std::string outcome_of(const store::HistoryEvent& event) {
+  if (event.kind == store::EventKind::released && event.exit && !event.exit->succeeded())
+    return "failed";
+  return std::string(store::to_string(event.kind));
 }
 
 void upgrade(Interval& interval, std::string_view outcome) {
@@ -96,17 +106,16 @@ Timeline build_timeline(const std::vector<store::HistoryEvent>& events) {
       if (auto it = open.find(key); it != open.end()) {
         auto& interval = timeline.intervals[it->second];
         interval.end = event;
-        upgrade(interval, store::to_string(kind));
+        upgrade(interval, outcome_of(*event));
         if (!event->by.empty())
           interval.by = event->by;
         closed[key] = it->second;
         open.erase(it);
       } else if (auto done = closed.find(key); done != closed.end()) {
-        upgrade(timeline.intervals[done->second], store::to_string(kind));
+        upgrade(timeline.intervals[done->second], outcome_of(*event));
       } else if (kind != store::EventKind::lost || event->held_for) {
         // Held since before the first event read.
-        closed[key] =
-            add(Interval{nullptr, event, std::string(store::to_string(kind)), event->by}, *event);
+        closed[key] = add(Interval{nullptr, event, outcome_of(*event), event->by}, *event);
       }
     } else if (kind == store::EventKind::killed) {
       if (auto it = by_owner.find(owner_key_of(*event)); it != by_owner.end())
@@ -150,6 +159,16 @@ std::string timeline_json(const Timeline& timeline, lock::Instant now, lock::Ins
     item.update(who_json(any));
     item["by"] =
         interval.by.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(interval.by);
+    // How its run's command ended, where the ending event says (history's
+    // exit_code and signal), and how long the lease was held.
+    const auto* exit = interval.end && interval.end->exit ? &*interval.end->exit : nullptr;
+    item["exit_code"] =
+        exit && exit->code ? nlohmann::ordered_json(*exit->code) : nlohmann::ordered_json();
+    item["signal"] = exit && !exit->code ? nlohmann::ordered_json(store::describe(*exit))
+                                         : nlohmann::ordered_json();
+    item["held_for_ms"] = interval.end && interval.end->held_for
+                              ? nlohmann::ordered_json(interval.end->held_for->count())
+                              : nlohmann::ordered_json();
     out += (first ? "" : ",") + dump(item);
     first = false;
   }

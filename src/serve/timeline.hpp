@@ -16,8 +16,9 @@ namespace clk::serve {
 struct Interval {
   const store::HistoryEvent* start = nullptr;  // its acquired event; none: before the events read
   const store::HistoryEvent* end = nullptr;    // the event that ended it; none: still held
-  // released, expired, forced, lost, killed; "held" while open. A run that
-  // was killed or lost says so even when a release or expiry ended it.
+  // released, failed (released, its run's command exited non-zero or was
+  // ended by a signal), expired, forced, lost, killed; "held" while open. A
+  // run that was killed or lost says so even when a release or expiry ended it.
   std::string outcome = "held";
   std::string by;  // who forced it, or released it from outside the holder's tree
 };

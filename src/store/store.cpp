@@ -1,7 +1,8 @@
-// Names of history events, and who was in the way of a run that did not happen.
+// Names of history events and run exits, and who was in the way of a run that did not happen.
 #include "store/store.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace clk::store {
 
@@ -46,6 +47,16 @@ std::string by_of(const Caller& caller, const lock::OwnerInfo& holder) {
       caller.host == holder.host &&
       std::find(caller.lineage.begin(), caller.lineage.end(), holder.pid) != caller.lineage.end();
   return same_tree ? std::string() : describe(caller);
+}
+
+std::string describe(const RunExit& exit) {
+  if (exit.code)
+    return "exit " + std::to_string(*exit.code);
+  // Named by this host: a record is read where the number means the same
+  // (Linux numbers its common signals alike on every architecture clock
+  // builds for).
+  const char* abbrev = sigabbrev_np(exit.signal);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(exit.signal);
 }
 
 std::optional<EventKind> event_kind_of(std::string_view name) {

@@ -143,6 +143,17 @@ struct LeftoversNote {
   std::vector<lock::Leftover> leftovers;
 };
 
+// How clock run's command ended: its exit code, or the signal that ended it.
+struct RunExit {
+  std::optional<int> code;  // none: ended by `signal`
+  int signal = 0;
+  // The one notion of a successful run: what --once-per counts, what
+  // history and metrics call succeeded.
+  bool succeeded() const { return code == 0; }
+};
+// "exit 3", "SIGTERM" (or "signal N" for a number the host cannot name).
+std::string describe(const RunExit& exit);
+
 struct ReleaseRequest {
   std::string ns;
   std::vector<lock::Resource> resources;
@@ -154,6 +165,10 @@ struct ReleaseRequest {
   // clock run's command exited 0 and the lease ends here: the run is the
   // last success of each resource (what --once-per looks for).
   bool succeeded = false;
+  // clock run: how its command ended, recorded on each lease's `released`
+  // record and in the resource's run results (metrics). Set with
+  // `succeeded` == exit->succeeded().
+  std::optional<RunExit> exit;
   // What the owner holds, when it knows (clock run): the token and re-entry
   // depth of each resource, in order. A release whose reply was lost is then
   // looked up and sent again only if it did not take effect (man clock, GUARANTEES).
@@ -248,12 +263,27 @@ struct RunCount {
   std::int64_t count = 0;
 };
 
+// How a resource's clock runs ended, since the schema began recording it
+// (kept apart from history, so gc never lowers the counts): how many
+// succeeded (exit 0) and failed (another exit code, or a signal), and how
+// the latest one ended and how long its lease was held.
+struct RunResults {
+  std::string ns;
+  lock::Resource resource;
+  std::int64_t succeeded = 0;
+  std::int64_t failed = 0;
+  RunExit last_exit;
+  milliseconds last_held_for{0};
+  lock::Instant last_ended{};
+};
+
 struct Snapshot {
   lock::Instant now{};  // the database's clock when the snapshot was taken
   std::vector<lock::Lease> holders;
-  std::vector<lock::Waiter> waiters;  // in queue order
-  std::vector<bool> holder_expired;   // per holder, true for an expired lease (with --all)
-  std::vector<RunCount> run_counts;   // by namespace, resource and outcome name
+  std::vector<lock::Waiter> waiters;    // in queue order
+  std::vector<bool> holder_expired;     // per holder, true for an expired lease (with --all)
+  std::vector<RunCount> run_counts;     // by namespace, resource and outcome name
+  std::vector<RunResults> run_results;  // by namespace and resource
   // Resources with an expected period (filled by `clock status`, from
   // Store::expected_runs, read after the rest).
   std::optional<ExpectedRuns> expected;
@@ -278,6 +308,12 @@ struct HistoryQuery {
   std::optional<lock::Resource> prefix;
   std::optional<EventKind> event;  // none: every kind
   int limit = 50;
+  // Only events at or after an instant (`since`), or within a duration
+  // back from the database's clock when they are read (`within`): clock
+  // history --since and /history.json?since= alike.
+  std::optional<lock::Instant> since;
+  std::optional<milliseconds> within;
+  std::optional<std::string> host;  // only events of this host (the holder's or requester's)
 };
 
 struct HistoryEvent {
@@ -298,6 +334,9 @@ struct HistoryEvent {
   // The end of a lease (released, forced, expired, lost): what its holder
   // last reported of the processes its command left (note_leftovers).
   std::vector<lock::Leftover> leftovers;
+  // released by clock run: how its command ended; none for other events
+  // and for records written before clock kept it.
+  std::optional<RunExit> exit;
 };
 
 struct GcOptions {

@@ -197,7 +197,10 @@ TEST_SUITE("missed runs") {
                            "DROP TRIGGER last_success_logs_insert; "
                            "DROP TRIGGER last_success_logs_update; "
                            "ALTER TABLE leases DROP COLUMN leftovers; "
-                           "ALTER TABLE history DROP COLUMN leftovers; PRAGMA user_version = 7'",
+                           "ALTER TABLE history DROP COLUMN leftovers; "
+                           "ALTER TABLE history DROP COLUMN exit_code; "
+                           "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "PRAGMA user_version = 7'",
                            {{"DB", db.string()}}),
                  0);
     CHECK(env.holders_of("held").size() == 1);

@@ -207,9 +207,13 @@ TEST_SUITE("run") {
     TestEnv env;
     const std::string db = env.url().substr(std::string("sqlite:").size());
     Acquired held = env.acquire({"-r", "held", "--ttl", "1h"});
-    // Back to version 8: drop what 009 made (010 only remade triggers); it migrates to the latest.
+    // Back to version 8: drop what 009 and 011 made (010 only remade triggers); it migrates to
+    // the latest.
     REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" 'ALTER TABLE leases DROP COLUMN leftovers; "
-                           "ALTER TABLE history DROP COLUMN leftovers; PRAGMA user_version = 8'",
+                           "ALTER TABLE history DROP COLUMN leftovers; "
+                           "ALTER TABLE history DROP COLUMN exit_code; "
+                           "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "PRAGMA user_version = 8'",
                            {{"DB", db}}),
                  0);
     auto holders = env.holders_of("held");  // migrates

@@ -174,6 +174,9 @@ TEST_SUITE("output contracts") {
     // skipped under --once-per, naming the run that did the period (done_by)
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "p", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "p", "--", "true"}), 0);
+    // released by clock run with how its command ended: an exit code, a signal
+    CHECK_EXIT(env.clock({"run", "-r", "e", "--", "sh", "-c", "exit 3"}), 3);
+    CHECK_EXIT(env.clock({"run", "-r", "s", "--", "sh", "-c", "kill -TERM $$"}), 143);
 
     Result history = env.clock({"history", "--format", "json"});
     REQUIRE_EXIT(history, 0);
@@ -195,6 +198,11 @@ TEST_SUITE("output contracts") {
     CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {
             return event["event"] == "skipped" && event["done_by"].is_object();
           }) == 1);
+    CHECK(std::count_if(events.begin(), events.end(),
+                        [](const nlohmann::json& event) { return event["exit_code"] == 3; }) == 1);
+    CHECK(std::count_if(events.begin(), events.end(), [](const nlohmann::json& event) {
+            return event["signal"] == "SIGTERM";
+          }) >= 1);
 
     Result limited = env.clock({"history", "a", "--limit", "1", "--format", "json"});
     CHECK_EXIT(validate(env, "history", limited.out, "history-limited.json"), 0);
@@ -205,6 +213,9 @@ TEST_SUITE("output contracts") {
   TEST_CASE("status --format prometheus passes promtool check metrics") {
     TestEnv env;
     Crowd crowd = fill_status(env);
+    // Ended runs: the run results' samples (succeeded, failed, last exit).
+    CHECK_EXIT(env.clock({"run", "-r", "done.ok", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"run", "-r", "done.bad", "--", "sh", "-c", "exit 3"}), 3);
     Result metrics = env.clock({"status", "--format", "prometheus"});
     REQUIRE_EXIT(metrics, 0);
     Command check = env.command({promtool(), "check", "metrics"});
@@ -240,6 +251,10 @@ TEST_SUITE("output contracts") {
     auto runs = runs_total(metrics.out);
     CHECK(runs["/reports/acquired"] == 2);
     CHECK(runs["dc-eu1/ldap.import/acquired"] == 1);
+    CHECK(runs["/done.ok/succeeded"] == 1);
+    CHECK(runs["/done.bad/failed"] == 1);
+    CHECK(sample("clock_last_exit_status", "", "done\\.bad") == 3.0);
+    CHECK(sample("clock_last_run_duration_seconds", "", "done\\.ok").value_or(-1) >= 0);
 
     // Nothing held: still a valid exposition, and exit 0 (a textfile cron
     // line `… > f.tmp && mv f.tmp f` must keep updating the file).

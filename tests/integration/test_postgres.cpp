@@ -256,7 +256,11 @@ TEST_SUITE("postgres") {
           "clock.record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, "
           "jsonb, text)",
           "clock.leave_queue(text, text[], uuid, text, text)",
-          "clock.history(text, text, integer, text)"}) {
+          "clock.history(text, text, integer, text)",
+          "clock.release2(text, text[], uuid, text, text, text, bigint[], boolean, integer, "
+          "integer)",
+          "clock.history2(text, text, integer, text, bigint, bigint, text)",
+          "clock.run_results(text, text)"}) {
       INFO(successor);
       CHECK(psql.execute("SELECT has_function_privilege('" + role + "', '" + successor +
                          "', 'EXECUTE')") == "t");

@@ -295,6 +295,42 @@ TEST_SUITE("serve") {
     CHECK(stopped.status == 0);
   }
 
+  TEST_CASE("clock serve tells failed runs from good ones: timeline, history and metrics") {
+    TestEnv env;
+    CHECK_EXIT(env.clock({"run", "-r", "job.good", "--", "true"}), 0);
+    CHECK_EXIT(env.clock({"run", "-r", "job.bad", "--", "sh", "-c", "exit 3"}), 3);
+    CHECK_EXIT(env.clock({"run", "-r", "job.term", "--", "sh", "-c", "kill -TERM $$"}), 143);
+    Served served(env);
+    std::map<std::string, nlohmann::json> bars;
+    const auto timeline = nlohmann::json::parse(served.body("/timeline.json"));
+    for (const auto& interval : timeline["intervals"])
+      bars[interval["resource"].get<std::string>()] = interval;
+    INFO(nlohmann::json(bars).dump(2));
+    REQUIRE(bars.size() == 3);
+    CHECK(bars["job.good"]["outcome"] == "released");
+    CHECK(bars["job.good"]["exit_code"] == 0);
+    CHECK(bars["job.bad"]["outcome"] == "failed");
+    CHECK(bars["job.bad"]["exit_code"] == 3);
+    CHECK(bars["job.term"]["outcome"] == "failed");
+    CHECK(bars["job.term"]["signal"] == "SIGTERM");
+    for (const auto& [resource, bar] : bars)
+      CHECK(bar["held_for_ms"].is_number_integer());
+    // /history.json?since= means what clock history --since means.
+    auto cli = env.clock({"history", "--since", "1h", "--host", host_name(), "--format", "json"});
+    REQUIRE_EXIT(cli, 0);
+    CHECK(served.body("/history.json?since=1h&host=" + host_name()) == cli.out);
+    auto later = served.body("/history.json?since=2200-01-01T00:00Z");
+    CHECK(nlohmann::json::parse(later)["events"].empty());
+    auto metrics = served.body("/metrics");
+    INFO(metrics);
+    auto runs = runs_total(metrics);
+    CHECK(runs["/job.good/succeeded"] == 1);
+    CHECK(runs["/job.bad/failed"] == 1);
+    CHECK(runs["/job.term/failed"] == 1);
+    CHECK(metrics.find("clock_last_exit_status{namespace=\"\",resource=\"job.term\"} 143") !=
+          std::string::npos);
+  }
+
   TEST_CASE("on PostgreSQL clock serve runs as clock_reader, which can take nothing" *
             only_on("postgres")) {
     TestEnv env;

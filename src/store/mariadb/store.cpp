@@ -266,7 +266,20 @@ class MariadbStore : public Store, public DeadHolders {
 
   Snapshot status(const StatusQuery& query) override {
     patience(k_command_patience);
-    return read_status(query);
+    auto snapshot = read_status(query);
+    std::optional<std::string> prefix;
+    if (query.prefix)
+      prefix = query.prefix->str();
+    try {
+      snapshot.run_results =
+          parse_run_results(call("reading run results", "clock_run_results", 2,
+                                 {db::text_or_null(query.ns), db::text_or_null(prefix)}));
+    } catch (const db::ServerTrouble& trouble) {
+      if (!not_granted(trouble))
+        throw;
+      spdlog::debug("no run results: {}", trouble.what());
+    }
+    return snapshot;
   }
 
   std::vector<HistoryEvent> history(const HistoryQuery& query) override {
@@ -389,9 +402,71 @@ class MariadbStore : public Store, public DeadHolders {
     std::optional<std::string> event;
     if (query.event)
       event = std::string(to_string(*query.event));
-    return parse_history(call("history", "clock_history", 4,
-                              {db::text_or_null(query.ns), db::text_or_null(prefix),
-                               std::int64_t{query.limit}, db::text_or_null(event)}));
+    db::Param since_us = std::monostate{};
+    if (query.since)
+      since_us = std::int64_t{
+          std::chrono::duration_cast<std::chrono::microseconds>(query.since->time_since_epoch())
+              .count()};
+    db::Param within_ms = std::monostate{};
+    if (query.within)
+      within_ms = std::int64_t{query.within->count()};
+    try {
+      return parse_history(
+          call("history", "clock_history2", 7,
+               {db::text_or_null(query.ns), db::text_or_null(prefix), std::int64_t{query.limit},
+                db::text_or_null(event), since_us, within_ms, db::text_or_null(query.host)}));
+    } catch (const db::ServerTrouble& trouble) {
+      if (!not_granted(trouble) || query.since || query.within || query.host)
+        throw;
+      // A role granted before clock_history2: the same events, without
+      // their exits.
+      spdlog::debug("{}; reading history with clock_history", trouble.what());
+      return parse_history(call("history", "clock_history", 4,
+                                {db::text_or_null(query.ns), db::text_or_null(prefix),
+                                 std::int64_t{query.limit}, db::text_or_null(event)}));
+    }
+  }
+
+  // A login whose role was granted before roles.sql named a newer procedure
+  // (clock_release2, clock_run_results) may not execute it: error 1370.
+  // The call falls back to what that role may do, and says so under -v.
+  static bool not_granted(const db::ServerTrouble& trouble) { return trouble.number() == 1370; }
+
+  // clock_release2 (sql/mariadb/procedures/35_run_ends.sql): the release
+  // and how clock run's command ended; clock_release where the login may
+  // not execute it yet.
+  std::string call_release(const ReleaseRequest& request) {
+    db::Params params = {request.ns,
+                         db::json_array(request.resources),
+                         request.owner->str(),
+                         request.secret,
+                         describe(request.caller),
+                         request.caller.host,
+                         db::json_array(request.caller.lineage),
+                         db::boolean(request.succeeded)};
+    if (!m_release2_denied) {
+      db::Param exit_code = std::monostate{};
+      db::Param exit_signal = std::monostate{};
+      if (request.exit && request.exit->code)
+        exit_code = std::int64_t{*request.exit->code};
+      else if (request.exit)
+        exit_signal = std::int64_t{request.exit->signal};
+      auto with_exit = params;
+      with_exit.push_back(exit_code);
+      with_exit.push_back(exit_signal);
+      try {
+        return call("release", "clock_release2", 10, with_exit, db::Resend::if_unsent);
+      } catch (const db::ServerTrouble& trouble) {
+        if (!not_granted(trouble))
+          throw;
+        spdlog::info(
+            "{}; releasing without recording how the run ended (run sql/mariadb/roles.sql "
+            "again to grant clock_release2)",
+            trouble.what());
+        m_release2_denied = true;
+      }
+    }
+    return call("release", "clock_release", 8, params, db::Resend::if_unsent);
   }
 
   // Not simply sent again after a lost reply: a second release would undo
@@ -402,12 +477,7 @@ class MariadbStore : public Store, public DeadHolders {
   ReleaseReply release_once(const ReleaseRequest& request) {
     for (;;) {
       try {
-        return parse_release(
-            call("release", "clock_release", 8,
-                 {request.ns, db::json_array(request.resources), request.owner->str(),
-                  request.secret, describe(request.caller), request.caller.host,
-                  db::json_array(request.caller.lineage), db::boolean(request.succeeded)},
-                 db::Resend::if_unsent));
+        return parse_release(call_release(request));
       } catch (const db::OutcomeUnknown& unknown) {
         const bool knows_lease = request.tokens.size() == request.resources.size() &&
                                  request.depths.size() == request.resources.size();
@@ -498,6 +568,7 @@ class MariadbStore : public Store, public DeadHolders {
   std::optional<db::SkewVerdict> m_skew;  // measured on a Galera node
   milliseconds m_margin{0};
   bool m_checked = false;
+  bool m_release2_denied = false;  // this login may not execute clock_release2
   steady_clock::time_point m_acquire_deadline = steady_clock::time_point::max();
   steady_clock::time_point m_last_call{};
   db::WaitingPace m_pace;

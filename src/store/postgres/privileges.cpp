@@ -15,7 +15,7 @@ namespace {
 // every role; a function the schema lacks is listed too.
 constexpr const char* k_missing =
     "SELECT coalesce(string_agg(f.name, ',' ORDER BY f.name), '')"
-    " FROM unnest(ARRAY['try_acquire','renew','note_leftovers','release','leave_queue',"
+    " FROM unnest(ARRAY['try_acquire','renew','note_leftovers','release2','leave_queue',"
     "'record_missed_run'])"
     " AS f(name)"
     " WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_proc p"

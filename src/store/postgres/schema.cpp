@@ -48,8 +48,11 @@ const Replaced k_replaced_functions[] = {
       "holder_trace(text, text, uuid, bigint, text, bigint)",
       "end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)"}},
     {"release(text, text[], uuid)",
-     {"release(text, text[], uuid, text, text, text, bigint[], boolean)"}},
-    {"history(text, text, integer)", {"history(text, text, integer, text)"}},
+     {"release(text, text[], uuid, text, text, text, bigint[], boolean)",
+      "release2(text, text[], uuid, text, text, text, bigint[], boolean, integer, integer)"}},
+    {"history(text, text, integer)",
+     {"history(text, text, integer, text)",
+      "history2(text, text, integer, text, bigint, bigint, text)", "run_results(text, text)"}},
     // The owner's proof for every act in its name (migration 012).
     {"leave_queue(text, text[], uuid, text)", {"leave_queue(text, text[], uuid, text, text)"}},
     {"record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb)",
@@ -92,6 +95,13 @@ constexpr GrantedBeside k_granted_beside[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz, boolean, text, text, bigint)",
      "expect_runs(text, text[], bigint, uuid, text, text)"},
+    // Whoever may release may record how its run ended, and whoever may read
+    // history may read it with --since/--host and the run results (016).
+    {"release(text, text[], uuid, text, text, text, bigint[], boolean)",
+     "release2(text, text[], uuid, text, text, text, bigint[], boolean, integer, integer)"},
+    {"history(text, text, integer, text)",
+     "history2(text, text, integer, text, bigint, bigint, text)"},
+    {"history(text, text, integer, text)", "run_results(text, text)"},
 };
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {

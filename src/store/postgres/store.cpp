@@ -612,11 +612,20 @@ std::vector<Released> PostgresStore::release(const ReleaseRequest& request) {
 ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
   for (;;) {
     try {
+      // release2(): release() and how clock run's command ended, in one
+      // transaction (sql/postgres/functions/35_run_ends.sql).
+      std::optional<std::string> exit_code;
+      std::optional<std::string> exit_signal;
+      if (request.exit && request.exit->code)
+        exit_code = std::to_string(*request.exit->code);
+      else if (request.exit)
+        exit_signal = std::to_string(request.exit->signal);
       return parse_release(m_impl->call(
-          "release", "release", "$1, $2::text[], $3::uuid, $4, $5, $6, $7::bigint[], $8",
+          "release", "release2",
+          "$1, $2::text[], $3::uuid, $4, $5, $6, $7::bigint[], $8, $9::integer, $10::integer",
           {request.ns, text_array(request.resources), request.owner->str(), request.secret,
            describe(request.caller), request.caller.host, bigint_array(request.caller.lineage),
-           boolean(request.succeeded)},
+           boolean(request.succeeded), exit_code, exit_signal},
           pg::Retry::never));
     } catch (const pg::OutcomeUnknown& unknown) {
       const bool knows_lease = request.tokens.size() == request.resources.size() &&
@@ -650,7 +659,13 @@ ReleaseReply PostgresStore::release_once(const ReleaseRequest& request) {
 
 Snapshot PostgresStore::status(const StatusQuery& query) {
   m_impl->patience(k_command_patience);
-  return status_within(query);
+  auto snapshot = status_within(query);
+  std::optional<std::string> prefix;
+  if (query.prefix)
+    prefix = query.prefix->str();
+  snapshot.run_results = parse_run_results(m_impl->call(
+      "reading run results", "run_results", "$1, $2", {query.ns, prefix}, pg::Retry::if_broken));
+  return snapshot;
 }
 
 Snapshot PostgresStore::status_within(const StatusQuery& query) {
@@ -707,9 +722,18 @@ std::vector<HistoryEvent> PostgresStore::history_within(const HistoryQuery& quer
   std::optional<std::string> event;
   if (query.event)
     event = std::string(to_string(*query.event));
-  return parse_history(m_impl->call("history", "history", "$1, $2, $3, $4",
-                                    {query.ns, prefix, std::to_string(query.limit), event},
-                                    pg::Retry::if_broken));
+  std::optional<std::string> since_us;
+  if (query.since)
+    since_us = std::to_string(
+        std::chrono::duration_cast<std::chrono::microseconds>(query.since->time_since_epoch())
+            .count());
+  std::optional<std::string> within_ms;
+  if (query.within)
+    within_ms = std::to_string(query.within->count());
+  return parse_history(m_impl->call(
+      "history", "history2", "$1, $2, $3, $4, $5::bigint, $6::bigint, $7",
+      {query.ns, prefix, std::to_string(query.limit), event, since_us, within_ms, query.host},
+      pg::Retry::if_broken));
 }
 
 // One batch per call (and transaction), paced (gc_pacing.hpp), until a batch

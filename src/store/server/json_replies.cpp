@@ -150,6 +150,15 @@ Cycle cycle_of(const json& links) {
   return cycle;
 }
 
+// An exit code, else a signal; none when the record has neither.
+std::optional<RunExit> run_exit_of(const json& code, const json& signal) {
+  if (!code.is_null())
+    return RunExit{static_cast<int>(integer_of(code)), 0};
+  if (!signal.is_null())
+    return RunExit{std::nullopt, static_cast<int>(integer_of(signal))};
+  return std::nullopt;
+}
+
 EventKind kind_of(const std::string& event) {
   if (auto kind = event_kind_of(event))
     return *kind;
@@ -302,13 +311,33 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
                          .by = text_of(row.at("by")),
                          .in_the_way = in_the_way_of(row),
                          .done_by = std::nullopt,
-                         .leftovers = {}};
+                         .leftovers = {},
+                         .exit = std::nullopt};
       event.done_by = done_by_of(row, event.resource);
       if (row.contains("leftovers"))
         event.leftovers = leftovers_of(row.at("leftovers"));
+      event.exit = run_exit_of(row.value("exit_code", json()), row.value("exit_signal", json()));
       events.push_back(std::move(event));
     }
     return events;
+  });
+}
+
+std::vector<RunResults> parse_run_results(const std::string& text) {
+  return reading(text, [](const json& reply) {
+    std::vector<RunResults> results;
+    for (const auto& row : reply) {
+      results.push_back(
+          {.ns = text_of(row.at("namespace")),
+           .resource = lock::Resource::parse(text_of(row.at("resource"))),
+           .succeeded = integer_of(row.at("succeeded")),
+           .failed = integer_of(row.at("failed")),
+           .last_exit = run_exit_of(row.at("last_exit_code"), row.at("last_exit_signal"))
+                            .value_or(RunExit{}),
+           .last_held_for = milliseconds(integer_of(row.at("last_held_for_ms"))),
+           .last_ended = instant_of(row.at("last_ended"))});
+    }
+    return results;
   });
 }
 

@@ -44,7 +44,11 @@ struct ReleaseReply {
 };
 ReleaseReply parse_release(const std::string& json);
 
+// history() and history2(): the exit of a run (exit_code, exit_signal) where
+// the reply has it.
 std::vector<HistoryEvent> parse_history(const std::string& json);
+// run_results(): each resource's run results.
+std::vector<RunResults> parse_run_results(const std::string& json);
 GcReport parse_gc(const std::string& json);
 // holder_trace(): the trace recorded on a lease; none for null or "".
 std::optional<HolderTrace> parse_holder_trace(const std::string& json);

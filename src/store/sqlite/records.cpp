@@ -146,6 +146,28 @@ void SqliteStore::record_success(const lock::Lease& lease) {
       .run();
 }
 
+// Right after the lease's `released` record: how its run ended, on that
+// record and in the resource's counts and latest result.
+void SqliteStore::record_run_end(const lock::Lease& lease, std::int64_t at, std::int64_t held_ms,
+                                 const RunExit& exit) {
+  std::optional<std::int64_t> code;
+  std::optional<std::int64_t> signal;
+  if (exit.code)
+    code = *exit.code;
+  else
+    signal = exit.signal;
+  m_db.prepare(k_record_exit).bind(1, code).bind(2, signal).run();
+  m_db.prepare(k_count_run_result)
+      .bind(1, lease.ns)
+      .bind(2, lease.resource.str())
+      .bind(3, std::int64_t{exit.succeeded() ? 1 : 0})
+      .bind(4, at)
+      .bind(5, code)
+      .bind(6, signal)
+      .bind(7, held_ms)
+      .run();
+}
+
 // A lease already gone when its owner renews: only the owner, the resource
 // and the token it held (if it said) are known; mode and token may be NULL.
 void SqliteStore::record_lost_gone(const std::string& ns, const lock::Resource& resource,

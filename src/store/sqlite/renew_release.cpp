@@ -232,6 +232,8 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
       } else {
         remove_lease(lease);
         record(EventKind::released, lease, now, held, by_of(request.caller, lease.info));
+        if (request.exit)
+          record_run_end(lease, now, held, *request.exit);
         if (request.succeeded)
           record_success(lease);
         result.holders_removed = 1;

@@ -69,6 +69,21 @@ RunCount read_run_count(const Statement& row) {
           .count = row.integer(3)};
 }
 
+RunResults read_run_results(const Statement& row) {
+  RunResults out{.ns = row.text(0),
+                 .resource = lock::Resource::parse(row.text(1)),
+                 .succeeded = row.integer(2),
+                 .failed = row.integer(3),
+                 .last_exit = {},
+                 .last_held_for = std::chrono::milliseconds(row.integer(7)),
+                 .last_ended = instant_of(row.integer(4))};
+  if (auto code = row.optional_integer(5))
+    out.last_exit.code = static_cast<int>(*code);
+  else
+    out.last_exit.signal = static_cast<int>(row.optional_integer(6).value_or(0));
+  return out;
+}
+
 HistoryEvent read_history(const Statement& row) {
   HistoryEvent event{.id = row.integer(0),
                      .at = instant_of(row.integer(1)),
@@ -89,8 +104,13 @@ HistoryEvent read_history(const Statement& row) {
                      .by = row.text(14),
                      .in_the_way = std::nullopt,
                      .done_by = std::nullopt,
-                     .leftovers = {}};
+                     .leftovers = {},
+                     .exit = std::nullopt};
   event.leftovers = decode_leftovers(row.text(20));
+  if (auto code = row.optional_integer(21))
+    event.exit = RunExit{static_cast<int>(*code), 0};
+  else if (auto signal = row.optional_integer(22))
+    event.exit = RunExit{std::nullopt, static_cast<int>(*signal)};
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
   // A run whose period was done names that run where a busy one names the holder.

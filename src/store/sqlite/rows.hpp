@@ -18,8 +18,7 @@
 #define CLOCK_HISTORY_COLUMNS                                                              \
   "id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip, pid, user, " \
   "command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at, " \
-  "db_user, "                                                                              \
-  "leftovers"
+  "db_user, leftovers, exit_code, exit_signal"
 
 namespace clk::store::sqlite {
 
@@ -42,5 +41,6 @@ WaiterRow read_waiter(const Statement& row);
 HistoryEvent read_history(const Statement& row);
 // namespace, resource, outcome, count: a row of run_counts.
 RunCount read_run_count(const Statement& row);
+RunResults read_run_results(const Statement& row);
 
 }  // namespace clk::store::sqlite

@@ -124,6 +124,15 @@ Snapshot SqliteStore::status(const StatusQuery& query) {
   bind_filters(run_counts);
   while (run_counts.step())
     snapshot.run_counts.push_back(sqlite::read_run_count(run_counts));
+  auto results = m_db.prepare(
+      "SELECT namespace, resource, succeeded, failed, last_ended_at, last_exit_code,"
+      "   last_exit_signal, last_held_ms"
+      " FROM run_results WHERE (?1 IS NULL OR namespace = ?1)"
+      "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+      " ORDER BY namespace, resource");
+  bind_filters(results);
+  while (results.step())
+    snapshot.run_results.push_back(sqlite::read_run_results(results));
   return snapshot;
 }
 
@@ -134,6 +143,7 @@ std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
                    " FROM history WHERE (?1 IS NULL OR namespace = ?1)"
                    "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
                    "   AND (?6 IS NULL OR event = ?6)"
+                   "   AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR host = ?8)"
                    " ORDER BY id DESC LIMIT ?5");
   if (query.ns)
     stmt.bind(1, *query.ns);
@@ -151,6 +161,17 @@ std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
     stmt.bind(6, to_string(*query.event));
   else
     stmt.bind_null(6);
+  // The database's clock is this host's: `within` counts back from it.
+  std::optional<std::int64_t> since;
+  if (query.since)
+    since = sqlite::ms_of(*query.since);
+  if (query.within)
+    since = std::max(since.value_or(INT64_MIN), now_ms() - query.within->count());
+  stmt.bind(7, since);
+  if (query.host)
+    stmt.bind(8, *query.host);
+  else
+    stmt.bind_null(8);
   std::vector<HistoryEvent> events;
   while (stmt.step())
     events.push_back(sqlite::read_history(stmt));

@@ -1,0 +1,175 @@
+-- clock on MariaDB: how each run of clock run ended (migration 005), and
+-- history read with the filters of clock history --since/--host, as
+-- sql/postgres/functions/35_run_ends.sql.
+--
+-- New procedures beside the old ones rather than new parameters on them: an
+-- older binary on the same database (a fleet upgraded host by host) keeps
+-- calling clock_release and clock_history as it always did.
+
+-- How clock run's command ended (p_exit_code, or p_exit_signal), on the
+-- newest `released` record of this owner's lease on p_resource that has no
+-- exit yet, and counted in the resource's run results. A resource this
+-- owner did not release here has no such record: nothing changes.
+CREATE OR REPLACE PROCEDURE clock_rec_run_end(
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_exit_code INT, IN p_exit_signal INT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_id BIGINT;
+  DECLARE v_at BIGINT;
+  DECLARE v_held BIGINT;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_id = NULL;
+  SELECT id, at_us, COALESCE(held_for_us, 0) INTO v_id, v_at, v_held
+  FROM history
+  WHERE resource = p_resource AND namespace = p_namespace AND owner = p_owner
+    AND event = 'released' AND exit_code IS NULL AND exit_signal IS NULL
+  ORDER BY id DESC LIMIT 1
+  FOR UPDATE;
+  IF v_id IS NOT NULL THEN
+    UPDATE history SET exit_code = p_exit_code, exit_signal = p_exit_signal WHERE id = v_id;
+    INSERT INTO run_results (namespace, resource, succeeded, failed, last_ended_us,
+                             last_exit_code, last_exit_signal, last_held_for_us)
+    VALUES (p_namespace, p_resource, IF(p_exit_code <=> 0, 1, 0), IF(p_exit_code <=> 0, 0, 1),
+            v_at, p_exit_code, p_exit_signal, v_held)
+    ON DUPLICATE KEY UPDATE
+      succeeded = succeeded + VALUES(succeeded), failed = failed + VALUES(failed),
+      last_ended_us = VALUES(last_ended_us), last_exit_code = VALUES(last_exit_code),
+      last_exit_signal = VALUES(last_exit_signal), last_held_for_us = VALUES(last_held_for_us);
+  END IF;
+END;
+
+-- release2(p_namespace, p_resources, p_owner, p_secret, p_by, p_host,
+-- p_lineage, p_succeeded, p_exit_code, p_exit_signal) → release: clock_release
+-- (its one result row, unchanged), then how clock run's command ended on
+-- each lease that ended there (both NULL: not a run of clock run). Its own
+-- short transaction right after clock_release's, which commits inside: a
+-- server lost between the two leaves the release without its exit, never
+-- an exit without its release.
+CREATE OR REPLACE PROCEDURE clock_release2(
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_host VARCHAR(255),
+  IN p_lineage LONGTEXT, IN p_succeeded BOOLEAN, IN p_exit_code INT, IN p_exit_signal INT)
+  MODIFIES SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: release, recording how the run ended (PostgreSQL release2())'
+BEGIN
+  DECLARE v_owner CHAR(36) CHARACTER SET ascii;
+  DECLARE v_count INT;
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  CALL clock_release(p_namespace, p_resources, p_owner, p_secret, p_by, p_host, p_lineage,
+                     p_succeeded);
+  IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
+    SET v_owner = clock_rec_owner(p_owner);
+    SET v_count = JSON_LENGTH(p_resources);
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    START TRANSACTION;
+    WHILE v_i < v_count DO
+      CALL clock_rec_run_end(p_namespace, clock_rec_nth(p_resources, v_i), v_owner, p_exit_code,
+                             p_exit_signal);
+      SET v_i = v_i + 1;
+    END WHILE;
+    COMMIT;
+  END IF;
+END;
+
+-- history2(p_namespace, p_prefix, p_limit, p_event, p_since_us, p_within_ms,
+-- p_host) → history: clock_history's JSON with each run's exit
+-- ("exit_code", "exit_signal"), and two more filters: only events at or
+-- after p_since_us (microseconds since the epoch) and at or after the
+-- server's now - p_within_ms, and only those of host p_host (NULL: no such
+-- filter).
+CREATE OR REPLACE PROCEDURE clock_history2(
+  IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_limit INT,
+  IN p_event VARCHAR(16), IN p_since_us BIGINT, IN p_within_ms BIGINT, IN p_host VARCHAR(255))
+  READS SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: history events as JSON, filtered by time and host (PostgreSQL history2())'
+BEGIN
+  DECLARE v_result LONGTEXT;
+  DECLARE v_below VARBINARY(1025) DEFAULT CONCAT(p_prefix, '.');
+  DECLARE v_above VARBINARY(1025) DEFAULT CONCAT(p_prefix, '/');
+  DECLARE v_limit INT DEFAULT GREATEST(COALESCE(p_limit, 0), 0);
+  DECLARE v_from BIGINT;
+  DECLARE v_saved BIGINT UNSIGNED DEFAULT @@SESSION.group_concat_max_len;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    SET SESSION group_concat_max_len = v_saved;
+    ROLLBACK;
+    RESIGNAL;
+  END;
+  SET SESSION group_concat_max_len = 4294967295;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION READ ONLY;
+  SET v_from = p_since_us;
+  IF p_within_ms IS NOT NULL THEN
+    SET v_from = GREATEST(COALESCE(v_from, 0), clock_now_us() - p_within_ms * 1000);
+  END IF;
+  SELECT COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+             'id', h.id, 'at', h.at_us, 'event', h.event,
+             'namespace', CONVERT(h.namespace USING utf8mb4),
+             'resource', CONVERT(h.resource USING utf8mb4), 'owner', h.owner, 'mode', h.mode,
+             'token', h.token, 'held_for_ms', ROUND(h.held_for_us / 1000), 'host', h.host,
+             'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
+             'by', h.forced_by, 'db_user', h.db_user,
+             'leftovers', JSON_EXTRACT(h.leftovers, '$'),
+             'exit_code', h.exit_code, 'exit_signal', h.exit_signal,
+             'in_the_way', IF(h.in_the_way_owner IS NOT NULL AND h.done_by_started_us IS NULL,
+                              JSON_OBJECT('owner', h.in_the_way_owner,
+                                          'host', h.in_the_way_host,
+                                          'token', h.in_the_way_token), NULL),
+             'done_by', IF(h.done_by_started_us IS NOT NULL,
+                           JSON_OBJECT('owner', h.in_the_way_owner, 'host', h.in_the_way_host,
+                                       'token', h.in_the_way_token,
+                                       'started', h.done_by_started_us), NULL))
+             ORDER BY h.id DESC), '[]')
+    FROM (SELECT * FROM history
+          WHERE (p_namespace IS NULL OR namespace = p_namespace)
+            AND (p_prefix IS NULL OR resource = p_prefix
+                 OR (resource > v_below AND resource < v_above))
+            AND (p_event IS NULL OR event = p_event)
+            AND (v_from IS NULL OR at_us >= v_from)
+            AND (p_host IS NULL OR host = p_host)
+          ORDER BY id DESC
+          LIMIT v_limit) AS h
+    INTO v_result;
+  COMMIT;
+  SET SESSION group_concat_max_len = v_saved;
+  SELECT v_result AS history;
+END;
+
+-- run_results(p_namespace, p_prefix) → run_results: each resource's run
+-- results, [{namespace, resource, succeeded, failed, last_ended
+-- (microseconds), last_exit_code, last_exit_signal, last_held_for_ms}…].
+CREATE OR REPLACE PROCEDURE clock_run_results(
+  IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024))
+  READS SQL DATA SQL SECURITY DEFINER
+  COMMENT 'clock: each resource''s run results as JSON (PostgreSQL run_results())'
+BEGIN
+  DECLARE v_result LONGTEXT;
+  DECLARE v_below VARBINARY(1025) DEFAULT CONCAT(p_prefix, '.');
+  DECLARE v_above VARBINARY(1025) DEFAULT CONCAT(p_prefix, '/');
+  DECLARE v_saved BIGINT UNSIGNED DEFAULT @@SESSION.group_concat_max_len;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    SET SESSION group_concat_max_len = v_saved;
+    ROLLBACK;
+    RESIGNAL;
+  END;
+  SET SESSION group_concat_max_len = 4294967295;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION READ ONLY;
+  SELECT COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+             'namespace', CONVERT(r.namespace USING utf8mb4),
+             'resource', CONVERT(r.resource USING utf8mb4),
+             'succeeded', r.succeeded, 'failed', r.failed, 'last_ended', r.last_ended_us,
+             'last_exit_code', r.last_exit_code, 'last_exit_signal', r.last_exit_signal,
+             'last_held_for_ms', ROUND(r.last_held_for_us / 1000))
+             ORDER BY r.namespace, r.resource), '[]')
+    FROM run_results r
+    WHERE (p_namespace IS NULL OR r.namespace = p_namespace)
+      AND (p_prefix IS NULL OR r.resource = p_prefix
+           OR (r.resource > v_below AND r.resource < v_above))
+    INTO v_result;
+  COMMIT;
+  SET SESSION group_concat_max_len = v_saved;
+  SELECT v_result AS run_results;
+END;

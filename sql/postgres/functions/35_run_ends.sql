@@ -1,0 +1,130 @@
+-- clock on PostgreSQL: how each run of clock run ended (migration 016), and
+-- history read with the filters of clock history --since/--host.
+--
+-- New functions beside the old ones rather than new parameters on them: an
+-- older binary on the same database (a fleet upgraded host by host) keeps
+-- calling release() and history() as it always did (docs/upgrading.md).
+
+-- The run's command exited with p_exit_code, or was ended by signal
+-- p_exit_signal: written on the `released` record that release() just wrote
+-- for this owner's lease on p_resource (the newest of the resource's records
+-- with this owner, found through history_by_resource), and counted in the
+-- resource's run results. A record that already has an exit is left alone.
+CREATE OR REPLACE FUNCTION @schema@.record_run_end(p_namespace text, p_resource text,
+                                                   p_owner uuid, p_exit_code integer,
+                                                   p_exit_signal integer)
+RETURNS void
+LANGUAGE sql
+AS $$
+  WITH ended AS (
+    UPDATE @schema@.history SET exit_code = p_exit_code, exit_signal = p_exit_signal
+    WHERE id = (SELECT id FROM @schema@.history
+                WHERE resource = p_resource AND namespace = p_namespace AND owner = p_owner
+                  AND event = 'released'
+                ORDER BY id DESC LIMIT 1)
+      AND exit_code IS NULL AND exit_signal IS NULL
+    RETURNING namespace, resource, at, held_for)
+  INSERT INTO @schema@.run_results AS r (namespace, resource, succeeded, failed, last_ended_at,
+                                         last_exit_code, last_exit_signal, last_held_for)
+  SELECT namespace, resource, CASE WHEN p_exit_code = 0 THEN 1 ELSE 0 END,
+         CASE WHEN p_exit_code = 0 THEN 0 ELSE 1 END, at, p_exit_code, p_exit_signal,
+         coalesce(held_for, interval '0')
+  FROM ended
+  ON CONFLICT (namespace, resource) DO UPDATE
+  SET succeeded = r.succeeded + EXCLUDED.succeeded, failed = r.failed + EXCLUDED.failed,
+      last_ended_at = EXCLUDED.last_ended_at, last_exit_code = EXCLUDED.last_exit_code,
+      last_exit_signal = EXCLUDED.last_exit_signal, last_held_for = EXCLUDED.last_held_for
+$$;
+
+-- release() (30_renew_release.sql), and then, in the same transaction, how
+-- clock run's command ended (p_exit_code, or p_exit_signal; both NULL: not
+-- a run of clock run) on each lease that ended: the same reply.
+CREATE OR REPLACE FUNCTION @schema@.release2(p_namespace text, p_resources text[], p_owner uuid,
+                                             p_secret text, p_by text, p_host text,
+                                             p_lineage bigint[], p_succeeded boolean,
+                                             p_exit_code integer, p_exit_signal integer)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET lock_timeout = '5s'
+AS $$
+DECLARE
+  v_reply jsonb;
+  v_released jsonb;
+BEGIN
+  v_reply := @schema@.release(p_namespace, p_resources, p_owner, p_secret, p_by, p_host,
+                              p_lineage, p_succeeded);
+  IF p_exit_code IS NULL AND p_exit_signal IS NULL THEN
+    RETURN v_reply;
+  END IF;
+  FOR v_released IN SELECT value FROM jsonb_array_elements(v_reply -> 'released') LOOP
+    IF (v_released ->> 'remaining_depth')::integer = 0 THEN
+      PERFORM @schema@.record_run_end(p_namespace, v_released ->> 'resource', p_owner,
+                                      p_exit_code, p_exit_signal);
+    END IF;
+  END LOOP;
+  RETURN v_reply;
+END $$;
+
+-- history() with two more filters and the exit of each run: only events at
+-- or after p_since_us (microseconds since the epoch) and at or after now -
+-- p_within_ms (the server's clock), and only those of host p_host; NULL: no
+-- such filter.
+CREATE OR REPLACE FUNCTION @schema@.history2(p_namespace text, p_prefix text, p_limit integer,
+                                             p_event text, p_since_us bigint,
+                                             p_within_ms bigint, p_host text)
+RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+  SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'id', h.id, 'at', @schema@.usec(h.at), 'event', h.event, 'namespace', h.namespace,
+           'resource', h.resource, 'owner', h.owner, 'mode', h.mode, 'token', h.token,
+           'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
+           'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
+           'by', h.forced_by, 'db_user', h.db_user, 'leftovers', h.leftovers,
+           'exit_code', h.exit_code, 'exit_signal', h.exit_signal,
+           'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL
+                               AND h.done_by_started_at IS NULL THEN jsonb_build_object(
+             'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
+             'token', h.in_the_way_token) END,
+           'done_by', CASE WHEN h.done_by_started_at IS NOT NULL THEN jsonb_build_object(
+             'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
+             'token', h.in_the_way_token, 'started', @schema@.usec(h.done_by_started_at)) END)
+           ORDER BY h.id DESC), '[]')
+  FROM (SELECT * FROM @schema@.history
+        WHERE (p_namespace IS NULL OR namespace = p_namespace)
+          AND (p_prefix IS NULL OR resource = p_prefix
+               OR (resource > p_prefix || '.' AND resource < p_prefix || '/'))
+          AND (p_event IS NULL OR event = p_event)
+          AND (p_since_us IS NULL
+               OR at >= 'epoch'::timestamptz + p_since_us * interval '1 microsecond')
+          AND (p_within_ms IS NULL OR at >= clock_timestamp() - p_within_ms * interval '1 ms')
+          AND (p_host IS NULL OR host = p_host)
+        ORDER BY id DESC
+        LIMIT greatest(p_limit, 0)) AS h
+$$;
+
+-- Each resource's run results (migration 016), of one namespace (NULL: all)
+-- and of a resource and its descendants (NULL: all): a JSON array of
+-- {namespace, resource, succeeded, failed, last_ended (microseconds),
+-- last_exit_code, last_exit_signal, last_held_for_ms}.
+CREATE OR REPLACE FUNCTION @schema@.run_results(p_namespace text, p_prefix text)
+RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+  SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'namespace', r.namespace, 'resource', r.resource, 'succeeded', r.succeeded,
+           'failed', r.failed, 'last_ended', @schema@.usec(r.last_ended_at),
+           'last_exit_code', r.last_exit_code, 'last_exit_signal', r.last_exit_signal,
+           'last_held_for_ms', (extract(epoch FROM r.last_held_for) * 1000)::bigint)
+           ORDER BY r.namespace, r.resource), '[]')
+  FROM @schema@.run_results r
+  WHERE (p_namespace IS NULL OR r.namespace = p_namespace)
+    AND (p_prefix IS NULL OR r.resource = p_prefix
+         OR (r.resource > p_prefix || '.' AND r.resource < p_prefix || '/'))
+$$;
