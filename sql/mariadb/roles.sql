@@ -71,8 +71,6 @@ GRANT SELECT ON schema_migrations TO clock_reader;
 GRANT SELECT ON procedures_stamp TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_status_rows TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_history TO clock_reader;
-GRANT EXECUTE ON PROCEDURE clock_history2 TO clock_reader;
-GRANT EXECUTE ON PROCEDURE clock_run_results TO clock_reader;
 GRANT EXECUTE ON PROCEDURE clock_expected_rows TO clock_reader;
 
 GRANT EXECUTE ON PROCEDURE clock_try_acquire TO clock_app;
@@ -80,11 +78,7 @@ GRANT EXECUTE ON PROCEDURE clock_leave_queue TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_record_missed_run TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_renew TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_note_leftovers TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_note_holder TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_holder_trace TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_end_dead_lease TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_release TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_release2 TO clock_app;
 GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
 
 GRANT EXECUTE ON PROCEDURE clock_force_release TO clock_operator;
@@ -92,7 +86,8 @@ GRANT EXECUTE ON PROCEDURE clock_gc_batch TO clock_operator;
 
 -- Each release from 1.1 on calls its own set of routines, named with the
 -- set's suffix (docs/upgrades.md): the same grants on every set that
--- routine_sets records (the unsuffixed ones above are release 1.0's).
+-- routine_sets records (the unsuffixed ones above are release 1.0's; the
+-- routines added since, such as clock_release2, exist only in the sets).
 DELIMITER $$
 BEGIN NOT ATOMIC
   DECLARE v_done INT DEFAULT 0;
@@ -117,6 +112,12 @@ BEGIN NOT ATOMIC
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_expect_runs', v_suffix, ' TO clock_app');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_force_release', v_suffix, ' TO clock_operator');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_gc_batch', v_suffix, ' TO clock_operator');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_history2', v_suffix, ' TO clock_reader');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_run_results', v_suffix, ' TO clock_reader');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_note_holder', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_holder_trace', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_end_dead_lease', v_suffix, ' TO clock_app');
+    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_release2', v_suffix, ' TO clock_app');
   END LOOP;
   CLOSE v_sets;
 END$$
