@@ -11,6 +11,13 @@
 --   CREATE ROLE web1 LOGIN PASSWORD '…' IN ROLE clock_app;
 --   CREATE ROLE ops  LOGIN PASSWORD '…' IN ROLE clock_operator;
 --
+-- and the session defaults below (this file gives them to the login members
+-- of clock_app that exist when it runs; a group role's own settings do not
+-- reach its members):
+--
+--   ALTER ROLE web1 SET idle_in_transaction_session_timeout = '2s';
+--   ALTER ROLE web1 SET statement_timeout = '10s';
+--
 -- clock_app       what `clock run`, `acquire`, `renew`, `release`, `status`
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
 --                 record_missed_run (a run that timed out or was killed),
@@ -50,8 +57,26 @@
 -- who asked and the login, db_user). Keep CLOCK_OWNER, which carries the
 -- secret, as private as the lock. The functions serialize a hierarchy on
 -- row locks of hierarchy_locks (migration 013), not on advisory keys that
--- any login could take: with no privilege on that table, no role, these
--- two or any other, can stall a lock, a renewal or a forced release.
+-- any login could take: with no privilege on that table, a login without
+-- clock's privileges cannot stall a lock, a renewal or a forced release.
+--
+-- What a clock_app login can hold up, and for how long
+-- (docs/threat-model.md, "Bounds of a call"): a function call takes the
+-- rows of the hierarchies it names until its transaction ends. Each
+-- function refuses more than 64 resources and over-long text (namespace,
+-- host and user 255 bytes, ip 64, command 4096, who asked 512), so a call
+-- does milliseconds of work, and refuses to run inside a transaction that
+-- an earlier statement of the caller's opened (BEGIN; SELECT
+-- clock.try_acquire(…) kept open), as clock never does. What such a login
+-- can still do is hold those rows for as long as one statement of its own
+-- runs: a call and pg_sleep() in one SELECT, or a call and a slow statement
+-- in one pipeline before its Sync. Renewals, grants and forced releases in
+-- the hierarchies it names wait meanwhile (each up to the functions' 5 s
+-- lock_timeout); hierarchies it does not name are not affected. The
+-- session defaults above end such a session after 2 s idle in a
+-- transaction or 10 s in one statement, but a login may change its own
+-- settings, so against a hostile clock_app login they are a safety net,
+-- not a bound: give clock_app only to the hosts that run clock.
 -- Neither role may create or migrate the schema: a command run as one of
 -- them against a missing or older schema fails with exit 78, pointing at
 -- `clock init`, which the schema owner runs.
@@ -106,5 +131,27 @@ GRANT EXECUTE ON FUNCTION
   :"schema".force_release(text, text[], text),
   :"schema".gc_batch(integer, bigint, boolean)
 TO clock_operator;
+
+-- The session defaults of the login members of clock_app (and so of
+-- clock_operator) that exist now; see the top of this file. One that this
+-- role may not alter is named in a notice and left as it is.
+DO $defaults$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT rolname FROM pg_roles
+           WHERE rolcanlogin AND NOT rolsuper AND pg_has_role(oid, 'clock_app', 'MEMBER')
+  LOOP
+    BEGIN
+      EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L',
+                     r.rolname, '2s');
+      EXECUTE format('ALTER ROLE %I SET statement_timeout = %L', r.rolname, '10s');
+    EXCEPTION WHEN insufficient_privilege THEN
+      RAISE NOTICE 'could not give % its session defaults (%): run ALTER ROLE % SET '
+                   'idle_in_transaction_session_timeout = ''2s'' and statement_timeout = '
+                   '''10s'' as a superuser', r.rolname, SQLERRM, r.rolname;
+    END;
+  END LOOP;
+END $defaults$;
 
 COMMIT;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "lock/limits.hpp"
+
 namespace clk::store {
 
 milliseconds waiter_lifetime(milliseconds ttl) {
@@ -38,7 +40,8 @@ std::string_view to_string(EventKind kind) {
 }
 
 std::string describe(const Caller& caller) {
-  return caller.user + "@" + caller.host + " pid " + std::to_string(caller.pid);
+  return lock::bounded(caller.user + "@" + caller.host + " pid " + std::to_string(caller.pid),
+                       lock::k_max_by_bytes);
 }
 
 std::string by_of(const Caller& caller, const lock::OwnerInfo& holder) {

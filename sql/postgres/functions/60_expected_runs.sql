@@ -58,6 +58,7 @@ SET lock_timeout = '5s'
 AS $$
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
   IF p_every_ms IS NULL OR p_every_ms <= 0 THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'expect_runs: the period must be longer than 0';

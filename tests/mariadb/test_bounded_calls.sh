@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A clock_app login cannot stall another's lock on MariaDB
+# (docs/threat-model.md, "Bounds of a call"), with real clock processes
+# against the server of tests/helpers/with-mariadb.sh. Beside a job renewing
+# a 3 s lease of hierarchy `stall`, an app login
+# 1. calls clock_try_acquire inside a transaction it opened and keeps open:
+#    refused at once (25001), where the procedure's own START TRANSACTION
+#    used to commit the caller's work without a word;
+# 2. calls clock_renew with 20,000 resources of that hierarchy: refused at
+#    once (54000), where it used to run for a minute holding the
+#    hierarchy's slot row (the job lost its lease, 79; others timed out);
+# and meanwhile a sibling's `run -n` exits 0, an operator's
+# `release --force` exits 0 and the job exits 0.
+# Exits 77 (skipped) without a server; in CI that is a failure.
+set -uo pipefail
+
+db=bounded_calls_$$
+source "$(dirname "$0")/sql_test_lib.sh"
+clock=${CLOCK_BINARY:?CLOCK_BINARY names the clock binary}
+work=$(mktemp -d /tmp/clock-mariadb-bounded.XXXXXX)
+root_url="mariadb://root@localhost/$db?socket=$socket"
+: >"$work/clock.toml"
+run_clock() { HOME="$work" XDG_CONFIG_HOME="$work" CLOCK_CONFIG="$work/clock.toml" "$clock" "$@"; }
+as_app() { mariadb --protocol=socket -S "$socket" -u"app_$$" -ppw -N -B "$db" "$@"; }
+# Waits (up to 30 s) until `clock status` on RESOURCE shows a holder.
+await_holder() {
+  for _ in $(seq 600); do
+    run_clock --database "$root_url" status --format json "$1" 2>/dev/null | grep -q '"holders": \[$' &&
+      return 0
+    sleep 0.05
+  done
+  echo "     $1 never had a holder" >&2
+  return 1
+}
+
+as_root -e "CREATE DATABASE $db"
+check "clock init" run_clock --database "$root_url" init
+as_root "$db" <"$sql_dir/roles.sql"
+as_root -e "CREATE USER 'app_$$'@'localhost' IDENTIFIED BY 'pw'; GRANT clock_app TO 'app_$$'@'localhost';
+            SET DEFAULT ROLE clock_app FOR 'app_$$'@'localhost';
+            CREATE USER 'op_$$'@'localhost' IDENTIFIED BY 'pw';
+            GRANT clock_operator TO 'op_$$'@'localhost';
+            SET DEFAULT ROLE clock_operator FOR 'op_$$'@'localhost'"
+app_url="mariadb://app_$$:pw@localhost/$db?socket=$socket"
+op_url="mariadb://op_$$:pw@localhost/$db?socket=$socket"
+
+run_clock --database "$app_url" run --ttl 3s -r stall.job -- sleep 5 2>"$work/job.err" &
+job=$!
+check "the job holds its lock" await_holder stall.job
+check "a victim lease is taken" run_clock --database "$app_url" acquire -r stall.victim --ttl 60s \
+  --format shell >/dev/null
+
+# 1. A call inside the caller's own transaction, kept open (a coprocess).
+coproc hostile { as_app --unbuffered -f 2>&1; }
+echo "START TRANSACTION;
+CALL clock_try_acquire('', '[\"stall.other\"]', 'exclusive', 0, UUID(), 60000, 'r-hostile', FALSE,
+  'h', '', 1, 'u', 'c', NULL, FALSE, '', 'x', NULL, 0);
+SELECT 'sent';" >&"${hostile[1]}"
+said=""
+while IFS= read -r -t 30 line <&"${hostile[0]}"; do
+  [[ $line == sent ]] && break
+  said+="$line "
+done
+check "a call inside an open transaction is refused" \
+  grep -q "one statement of their own" <<<"$said"
+
+# 2. 20,000 resources in one call, in the background.
+names=$(python3 -c 'import json; print(json.dumps(["stall.n%d" % i for i in range(20000)]))')
+as_app -e "CALL clock_renew('', '$names', UUID(), '[]', 60000, '', 'x')" >"$work/many.out" 2>&1 &
+many=$!
+
+run_clock --database "$app_url" run -n -r stall.sib -- true 2>"$work/sib.err"
+check "a sibling's run -n exits 0 ($(head -c 300 "$work/sib.err"))" test $? -eq 0
+run_clock --database "$op_url" release --force -r stall.victim 2>"$work/force.err"
+check "an operator's release --force exits 0 ($(head -c 300 "$work/force.err"))" test $? -eq 0
+wait "$job"
+status=$?
+check "the job exits 0 ($status: $(head -c 300 "$work/job.err"))" test "$status" -eq 0
+wait "$many"
+check "the call naming 20,000 resources is refused ($(head -c 300 "$work/many.out"))" \
+  grep -q "20000 resources in one call: at most 64" "$work/many.out"
+
+exec {hostile[1]}>&-
+wait "$hostile_PID" 2>/dev/null
+as_root -e "DROP DATABASE $db; DROP USER 'app_$$'@'localhost', 'op_$$'@'localhost'"
+echo "$checks checks, $failures failed"
+if [[ $failures -gt 0 ]]; then
+  echo "kept $work" >&2
+  exit 1
+fi
+rm -rf "$work"
