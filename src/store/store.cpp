@@ -35,6 +35,8 @@ std::string_view to_string(EventKind kind) {
       return "killed";
     case EventKind::refused:
       return "refused";
+    case EventKind::period_changed:
+      return "period_changed";
   }
   return "unknown";
 }

@@ -181,14 +181,16 @@ enum class EventKind {
   skipped,
   timed_out,
   killed,
-  refused
+  refused,
+  period_changed  // a resource's expected period declared or changed (expect_runs)
 };
 std::string_view to_string(EventKind kind);
 std::optional<EventKind> event_kind_of(std::string_view name);
 inline constexpr EventKind k_event_kinds[] = {
     EventKind::acquired,  EventKind::released, EventKind::expired,
     EventKind::forced,    EventKind::lost,     EventKind::skipped,
-    EventKind::timed_out, EventKind::killed,   EventKind::refused};
+    EventKind::timed_out, EventKind::killed,   EventKind::refused,
+    EventKind::period_changed};
 
 // A resource's expected period (SPEC §3, missed runs): clock run --once-per D
 // or --every D declares that each of its resources must run successfully
@@ -282,6 +284,10 @@ struct HistoryEvent {
   // The end of a lease (released, forced, expired, lost): what its holder
   // last reported of the processes its command left (note_leftovers).
   std::vector<lock::Leftover> leftovers;
+  // period_changed: the period declared, and the one it replaced (none: the
+  // resource's first).
+  std::optional<milliseconds> every;
+  std::optional<milliseconds> previous_every;
 };
 
 struct GcOptions {

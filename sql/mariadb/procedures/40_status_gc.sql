@@ -86,7 +86,8 @@ END;
 -- of a resource and its descendants, of one event; each {"id", "at",
 -- "event", "namespace", "resource", "owner", "mode", "token",
 -- "held_for_ms", "host", "ip", "pid", "user", "command", "by", "db_user",
--- "leftovers", "in_the_way", "done_by"} as on PostgreSQL: "leftovers" is
+-- "leftovers", "every_ms", "previous_every_ms", "in_the_way", "done_by"} as
+-- on PostgreSQL: "leftovers" is
 -- the array the lease ended with (released, forced, expired, lost), null on
 -- any other event or a lease that left nothing, the key always there, as
 -- PostgreSQL's jsonb_build_object writes it. JSON_EXTRACT(…, '$') hands
@@ -124,6 +125,7 @@ BEGIN
              'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
              'by', h.forced_by, 'db_user', h.db_user,
              'leftovers', JSON_EXTRACT(h.leftovers, '$'),
+             'every_ms', h.every_ms, 'previous_every_ms', h.previous_every_ms,
              'in_the_way', IF(h.in_the_way_owner IS NOT NULL AND h.done_by_started_us IS NULL,
                               JSON_OBJECT('owner', h.in_the_way_owner,
                                           'host', h.in_the_way_host,

@@ -9,7 +9,9 @@
 -- p_by): one row, expect_runs = 1 when declared, 0 when refused. Declares
 -- that each of p_resources (a JSON array) must run successfully every
 -- p_every_ms: inserts the expectation or updates its period, keeping
--- declared_us; a row already right is not written. Only the holder
+-- declared_us; a row already right is not written. Each declaration or
+-- change is recorded as 'period_changed' (see PostgreSQL's expect_runs()
+-- for when clock run declares). Only the holder
 -- declares (a period silences or raises the alarm of a job): p_owner must hold
 -- a live lease on every resource that p_secret proves; an owner id whose
 -- secret the caller lacks is recorded as 'refused', with p_by. Takes no
@@ -51,6 +53,20 @@ BEGIN
        AND (l.secret_hash IS NULL OR l.secret_hash <=> v_hash)
   WHERE l.owner IS NULL;
   IF NOT v_refuses AND v_unheld = 0 THEN
+    -- Each period declared or changed is history ('period_changed'), with
+    -- the declaring lease's facts, who asked and the login (USER()), read
+    -- before the upsert below changes it.
+    INSERT INTO history (at_us, event, namespace, resource, owner, mode, token, host, ip, pid,
+                         user_name, command, forced_by, db_user, every_ms, previous_every_ms)
+    SELECT v_now, 'period_changed', p_namespace, l.resource, p_owner, l.mode, l.token, l.host,
+           l.ip, l.pid, l.user_name, l.command, COALESCE(p_by, ''), USER(), p_every_ms,
+           e.every_ms
+    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+    JOIN leases l
+      ON l.namespace = p_namespace AND l.resource = CAST(t.r AS BINARY) AND l.owner = p_owner
+    LEFT JOIN expected_runs e ON e.namespace = p_namespace AND e.resource = l.resource
+    WHERE e.every_ms IS NULL OR e.every_ms <> p_every_ms
+    ORDER BY l.resource;
     -- IF(): an unchanged row is left alone (no new row version, no write).
     INSERT INTO expected_runs (namespace, resource, every_ms, declared_us)
     SELECT p_namespace, CAST(t.r AS BINARY), p_every_ms, v_now

@@ -88,6 +88,7 @@ AS $$
            'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
            'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
            'by', h.forced_by, 'db_user', h.db_user, 'leftovers', h.leftovers,
+           'every_ms', h.every_ms, 'previous_every_ms', h.previous_every_ms,
            'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL
                                AND h.done_by_started_at IS NULL THEN jsonb_build_object(
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,

@@ -306,6 +306,10 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
       event.done_by = done_by_of(row, event.resource);
       if (row.contains("leftovers"))
         event.leftovers = leftovers_of(row.at("leftovers"));
+      if (row.contains("every_ms") && !row.at("every_ms").is_null())
+        event.every = milliseconds(integer_of(row.at("every_ms")));
+      if (row.contains("previous_every_ms") && !row.at("previous_every_ms").is_null())
+        event.previous_every = milliseconds(integer_of(row.at("previous_every_ms")));
       events.push_back(std::move(event));
     }
     return events;

@@ -6,6 +6,7 @@
 #include "error.hpp"
 #include "store/sqlite/rows.hpp"
 #include "store/sqlite/sqlite_store.hpp"
+#include "util/process_facts.hpp"
 
 namespace clk::store::sqlite {
 
@@ -55,6 +56,26 @@ void expect_runs(Database& db, const Expectation& expectation, std::int64_t now_
                     expectation.owner.str() + " holds no live lease on every resource named");
   }
   for (const auto& resource : expectation.resources) {
+    // A period declared or changed is history ('period_changed'), with the
+    // declaring lease's facts, who asked and the login, as expect_runs() in
+    // sql/postgres/functions/60_expected_runs.sql; read before the upsert.
+    db.prepare(
+          "INSERT INTO history (at, event, namespace, resource, owner, mode, token, host, ip,"
+          " pid, user, command, by, db_user, every_ms, previous_every_ms)"
+          " SELECT ?4, 'period_changed', l.namespace, l.resource, l.owner, l.mode, l.token,"
+          " l.host, l.ip, l.pid, l.user, l.command, ?5, ?6, ?7, e.every_ms"
+          " FROM leases l LEFT JOIN expected_runs e"
+          "   ON e.namespace = l.namespace AND e.resource = l.resource"
+          " WHERE l.namespace = ?1 AND l.resource = ?2 AND l.owner = ?3"
+          "   AND (e.every_ms IS NULL OR e.every_ms <> ?7)")
+        .bind(1, expectation.ns)
+        .bind(2, resource.str())
+        .bind(3, expectation.owner.str())
+        .bind(4, now_ms)
+        .bind(5, describe(expectation.caller))
+        .bind(6, util::user_name())
+        .bind(7, std::int64_t{expectation.every.count()})
+        .run();
     db.prepare(
           "INSERT INTO expected_runs (namespace, resource, every_ms, declared_at)"
           " VALUES (?1, ?2, ?3, ?4)"

@@ -19,7 +19,7 @@
   "id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip, pid, user, " \
   "command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at, " \
   "db_user, "                                                                              \
-  "leftovers"
+  "leftovers, every_ms, previous_every_ms"
 
 namespace clk::store::sqlite {
 
