@@ -10,7 +10,8 @@
 #    once (54000), where it used to run for a minute holding the
 #    hierarchy's slot row (the job lost its lease, 79; others timed out);
 # and meanwhile a sibling's `run -n` exits 0, an operator's
-# `release --force` exits 0 and the job exits 0.
+# `release --force` exits 0 and the job exits 0. Then: clock init warns
+# when the server's general log would keep owner secrets.
 # Exits 77 (skipped) without a server; in CI that is a failure.
 set -uo pipefail
 
@@ -79,6 +80,17 @@ check "the job exits 0 ($status: $(head -c 300 "$work/job.err"))" test "$status"
 wait "$many"
 check "the call naming 20,000 resources is refused ($(head -c 300 "$work/many.out"))" \
   grep -q "20000 resources in one call: at most 64" "$work/many.out"
+
+# The general log writes every statement with its values, owner secrets
+# included: clock init says so (as it does of PostgreSQL's statement log).
+was=$(as_root -e "SELECT @@GLOBAL.general_log")
+as_root -e "SET GLOBAL general_log = 1"
+run_clock --database "$root_url" init 2>"$work/init.err"
+as_root -e "SET GLOBAL general_log = $was"
+check "with the general log on, clock init warns that it keeps owner secrets" \
+  grep -q "general log, so owner secrets reach it" "$work/init.err"
+run_clock --database "$root_url" init 2>"$work/init.err"
+check "with it off, no such warning" bash -c "! grep -q 'owner secrets' '$work/init.err'"
 
 exec {hostile[1]}>&-
 wait "$hostile_PID" 2>/dev/null
