@@ -65,18 +65,20 @@
 -- rows of the hierarchies it names until its transaction ends. Each
 -- function refuses more than 64 resources and over-long text (namespace,
 -- host and user 255 bytes, ip 64, command 4096, who asked 512), so a call
--- does milliseconds of work, and refuses to run inside a transaction that
--- an earlier statement of the caller's opened (BEGIN; SELECT
--- clock.try_acquire(…) kept open), as clock never does. What such a login
--- can still do is hold those rows for as long as one statement of its own
--- runs: a call and pg_sleep() in one SELECT, or a call and a slow statement
--- in one pipeline before its Sync. Renewals, grants and forced releases in
--- the hierarchies it names wait meanwhile (each up to the functions' 5 s
--- lock_timeout); hierarchies it does not name are not affected. The
--- session defaults above end such a session after 2 s idle in a
--- transaction or 10 s in one statement, but a login may change its own
--- settings, so against a hostile clock_app login they are a safety net,
--- not a bound: give clock_app only to the hosts that run clock.
+-- does milliseconds of work, and sets idle_in_transaction_session_timeout =
+-- 2s for the rest of the caller's transaction, so a caller that leaves its
+-- transaction open after a call (BEGIN; SELECT clock.try_acquire(…); then
+-- nothing), which clock never does, loses its session within 2 s. What
+-- such a login can still do is hold those rows for as long as it likes by
+-- setting that parameter back after the call, or by keeping one statement
+-- running after it (a call and pg_sleep() in one SELECT, or a call and a
+-- slow statement in one pipeline before its Sync). Renewals, grants and
+-- forced releases in the hierarchies it names wait meanwhile (each up to
+-- the functions' 5 s lock_timeout); hierarchies it does not name are not
+-- affected. The session defaults above end most such sessions too, but a
+-- login may change its own settings, so against a deliberately hostile
+-- clock_app login they are a safety net, not a bound: give clock_app only
+-- to the hosts that run clock.
 -- Neither role may create or migrate the schema: a command run as one of
 -- them against a missing or older schema fails with exit 78, pointing at
 -- `clock init`, which the schema owner runs.

@@ -46,6 +46,7 @@ class Roles {
   Roles& operator=(const Roles&) = delete;
 
   std::string app_url() const { return m_env.url() + " user=" + m_app; }
+  const std::string& app_name() const { return m_app; }
   std::string operator_url() const { return m_env.url() + " user=" + m_operator; }
   std::map<std::string, std::string> as_app() const { return {{"CLOCK_DATABASE_URL", app_url()}}; }
   std::map<std::string, std::string> as_operator() const {
@@ -338,47 +339,52 @@ TEST_SUITE("least privilege") {
   }
 
   // docs/threat-model.md, "Bounds of a call": an app login that keeps a
-  // call's transaction open, or names 20,000 resources in one call, beside
-  // a job renewing a 3 s lease of that hierarchy, a sibling's -n and an
-  // operator's forced release. Until the functions refused both, the open
-  // transaction held the hierarchy's row: the job lost its lease (79), the
-  // sibling was told "held" (75) and the forced release timed out (69).
-  TEST_CASE("clock_app cannot stall a hierarchy: a call inside its own open transaction and a "
-            "call naming 20,000 resources are refused at once" *
+  // call's transaction open, and one that names 20,000 resources in one
+  // call, beside a job renewing a 3 s lease of that hierarchy, a sibling's
+  // grant and an operator's forced release. Until the functions bounded
+  // both, the open transaction held the hierarchy's row for as long as the
+  // login liked: the job lost its lease (79), the sibling gave up (75) and
+  // the forced release timed out (69); the long call held it for a minute.
+  TEST_CASE("clock_app cannot stall a hierarchy: a transaction left open after a call ends "
+            "within 2 s, and a call naming 20,000 resources is refused at once" *
             ::clk::test::only_on("postgres")) {
     TestEnv env;
     Roles roles(env);
-    auto job = env.spawn(env.clock_command({"run", "--ttl", "3s", "-r", "stall.job", "--", "sleep", "5"},
-                                           roles.as_app()));
+    auto job = env.spawn(env.clock_command(
+        {"run", "--ttl", "3s", "-r", "stall.job", "--", "sleep", "5"}, roles.as_app()));
     REQUIRE(await([&] { return !env.holders_of("stall.job").empty(); }, 30s));
     Acquired victim = acquire_as(env, roles.as_app(), {"-r", "stall.victim", "--ttl", "60s"});
 
     pg::PsqlSession hostile(env, roles.app_url());
     hostile.execute("\\set ON_ERROR_STOP off");
     hostile.execute("BEGIN");
-    std::string in_transaction = hostile.execute(
+    std::string granted = hostile.execute(
         "SELECT clock.try_acquire('', '{stall.other}', 'exclusive', 0, gen_random_uuid(), 60000, "
-        "'r-hostile', false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')");
-    INFO("in a transaction: " << in_transaction);
-    CHECK(in_transaction.find("one statement of their own") != std::string::npos);
-    // Left open: whatever it holds, nobody below waits for it.
+        "'r-hostile', true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')");
+    INFO("in a transaction: " << granted);
+    CHECK(granted.find("granted") != std::string::npos);
+    // Left open, holding the hierarchy's row: the session ends 2 s later.
 
     auto many = env.spawn(env.command(
         {"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", roles.app_url(), "-c",
          "SELECT clock.renew('', (SELECT array_agg('stall.n' || g) FROM generate_series(1, 20000) "
-        "g), gen_random_uuid(), '{}', 60000, '', 'x')"}));
-    Result sibling = env.clock({"run", "-n", "-r", "stall.sib", "--", "true"}, roles.as_app());
-    CHECK_EXIT(sibling, 0);
+         "g), gen_random_uuid(), '{}', 60000, '', 'x')"}));
+    auto sibling = env.spawn(env.clock_command({"run", "-w", "10s", "-r", "stall.sib", "--", "true"},
+                                               roles.as_app()));
     Result forced = env.clock({"release", "--force", "-r", "stall.victim"}, roles.as_operator());
     CHECK_EXIT(forced, 0);
     CHECK(env.holders_of("stall.victim").empty());
-    Result job_result = job->wait(60s);
-    CHECK_EXIT(job_result, 0);
+    CHECK_EXIT(sibling->wait(60s), 0);
+    CHECK_EXIT(job->wait(60s), 0);
     Result many_result = many->wait(120s);
     INFO(many_result.describe());
     CHECK(many_result.status != 0);
     CHECK(many_result.err.find("20000 resources in one call: at most 64") != std::string::npos);
     CHECK(victim.token() > 0);
+    Result idle = psql(env, env.url(),
+                       "SELECT count(*) FROM pg_stat_activity WHERE usename = '" +
+                           roles.app_name() + "' AND state LIKE 'idle in transaction%'");
+    CHECK(idle.out == "0\n");
     hostile.finish();
   }
 

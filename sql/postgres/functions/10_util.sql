@@ -62,39 +62,46 @@ AS $$
          AND p_name ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
 $$;
 
--- Refuses a call that is not its own transaction: one that an earlier
--- statement of the caller's opened (BEGIN; SELECT clock.try_acquire(…)),
--- since the hierarchy rows a call takes stay locked until its transaction
--- ends, and a caller that keeps the transaction open would hold up every
--- other grant, renewal and release of those hierarchies (docs/threat-model.md).
--- clock's client sends each call as one autocommit statement, in which the
--- statement and its transaction start at the same instant. The schema owner
--- (or a superuser: a member of every role) may: it could lock these rows
--- directly anyway. Inside a SECURITY DEFINER function current_user is the
--- schema owner and session_user the login.
-CREATE OR REPLACE FUNCTION @schema@.check_own_transaction() RETURNS void
+-- Bounds how long a caller may keep the rows a call takes: the hierarchy
+-- rows stay locked until the caller's transaction ends, and a caller that
+-- keeps its transaction open (BEGIN; SELECT clock.try_acquire(…); then
+-- nothing) would hold up every grant, renewal and forced release of those
+-- hierarchies. So the rest of the caller's transaction gets
+-- idle_in_transaction_session_timeout = 2s: set_config(…, true) lasts until
+-- the transaction ends, beyond the function (none of clock's functions sets
+-- this parameter in its SET clause, which would undo it at the function's
+-- exit), and PostgreSQL ends a session left idle in its transaction that
+-- long, which releases its locks. clock's client sends each call as one
+-- autocommit statement, which is never idle in a transaction. What a
+-- login can still do (docs/threat-model.md, "Bounds of a call"): set the
+-- parameter back, or keep one statement running. The schema owner (or a
+-- superuser, a member of every role) is left alone: it could lock these
+-- rows directly anyway. Inside a SECURITY DEFINER function current_user is
+-- the schema owner and session_user the login. (A call cannot tell whether
+-- an earlier statement opened its transaction: with the extended query
+-- protocol, which clock uses, the statement's start is the Execute
+-- message's, later than the transaction's.)
+CREATE OR REPLACE FUNCTION @schema@.bound_caller_transaction() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF statement_timestamp() <> transaction_timestamp()
-     AND NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
-    RAISE EXCEPTION USING ERRCODE = 'active_sql_transaction',
-      MESSAGE = 'clock''s functions run as one statement of their own (autocommit), '
-                'not inside a transaction an earlier statement opened';
+  IF NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
+    PERFORM set_config('idle_in_transaction_session_timeout', '2s', true);
   END IF;
 END $$;
 
 -- The bounds of a call (docs/threat-model.md, "Bounds of a call"), for the
--- fast paths that come before check_names(): its own transaction, at most
--- 64 resources, and bounded text. What the caller says about itself is
--- shown by status and history to everyone, so none of it may be unbounded;
--- the client cuts its facts to these lengths (src/lock/limits.hpp) before
--- it sends them. NULL text is left to the callers' own checks.
+-- fast paths that come before check_names(): the caller's transaction
+-- (bound_caller_transaction), at most 64 resources, and bounded text. What
+-- the caller says about itself is shown by status and history to everyone,
+-- so none of it may be unbounded; the client cuts its facts to these
+-- lengths (src/lock/limits.hpp) before it sends them. NULL text is left to
+-- the callers' own checks.
 CREATE OR REPLACE FUNCTION @schema@.check_bounds(p_resources text[], p_host text, p_ip text,
                                                  p_user text, p_command text, p_by text)
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM @schema@.check_own_transaction();
+  PERFORM @schema@.bound_caller_transaction();
   IF cardinality(p_resources) > 64 THEN
     RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
       MESSAGE = format('%s resources in one call: at most 64', cardinality(p_resources));
@@ -112,13 +119,13 @@ END $$;
 -- and more than 64 resources in one call (a call's work and the time it
 -- holds its hierarchy rows grow with its resources: docs/threat-model.md).
 -- Every operation function calls it or check_bounds() first, so it also
--- refuses a call inside a caller's transaction (check_own_transaction).
+-- bounds the caller's transaction (bound_caller_transaction).
 CREATE OR REPLACE FUNCTION @schema@.check_names(p_namespace text, p_resources text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   v_bad text;
 BEGIN
-  PERFORM @schema@.check_own_transaction();
+  PERFORM @schema@.bound_caller_transaction();
   IF p_namespace IS NULL OR octet_length(p_namespace) > 255 THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'invalid namespace: at most 255 bytes, not NULL';
