@@ -60,8 +60,7 @@ lock::OwnerCredential Context::required_owner(const std::string& command) const 
 store::Caller this_caller() {
   static const store::Caller caller{lock::bounded(util::user_name(), lock::k_max_user_bytes),
                                     lock::bounded(util::host_name(), lock::k_max_host_bytes),
-                                    getpid(),
-                                    util::process_lineage()};
+                                    getpid(), util::process_lineage()};
   return caller;
 }
 

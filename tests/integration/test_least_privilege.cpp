@@ -345,9 +345,10 @@ TEST_SUITE("least privilege") {
   // both, the open transaction held the hierarchy's row for as long as the
   // login liked: the job lost its lease (79), the sibling gave up (75) and
   // the forced release timed out (69); the long call held it for a minute.
-  TEST_CASE("clock_app cannot stall a hierarchy: a transaction left open after a call ends "
-            "within 2 s, and a call naming 20,000 resources is refused at once" *
-            ::clk::test::only_on("postgres")) {
+  TEST_CASE(
+      "clock_app cannot stall a hierarchy: a transaction left open after a call ends "
+      "within 2 s, and a call naming 20,000 resources is refused at once" *
+      ::clk::test::only_on("postgres")) {
     TestEnv env;
     Roles roles(env);
     auto job = env.spawn(env.clock_command(
@@ -369,8 +370,8 @@ TEST_SUITE("least privilege") {
         {"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", roles.app_url(), "-c",
          "SELECT clock.renew('', (SELECT array_agg('stall.n' || g) FROM generate_series(1, 20000) "
          "g), gen_random_uuid(), '{}', 60000, '', 'x')"}));
-    auto sibling = env.spawn(env.clock_command({"run", "-w", "10s", "-r", "stall.sib", "--", "true"},
-                                               roles.as_app()));
+    auto sibling = env.spawn(
+        env.clock_command({"run", "-w", "10s", "-r", "stall.sib", "--", "true"}, roles.as_app()));
     Result forced = env.clock({"release", "--force", "-r", "stall.victim"}, roles.as_operator());
     CHECK_EXIT(forced, 0);
     CHECK(env.holders_of("stall.victim").empty());

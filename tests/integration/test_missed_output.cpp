@@ -35,9 +35,9 @@ TEST_SUITE("output contracts") {
     REQUIRE_EXIT(env.clock({"run", "-r", "ok.job", "--every", "1h", "--", "true"}), 0);
     // Periods of a second, the shortest --every takes.
     REQUIRE_EXIT(env.clock({"run", "-r", "late", "--once-per", "1s", "--", "true"}), 0);
-    REQUIRE_EXIT(env.clock({"--namespace", "dc-eu1", "run", "-r", "never", "--every", "1s", "--",
-                            "false"}),
-                 1);
+    REQUIRE_EXIT(
+        env.clock({"--namespace", "dc-eu1", "run", "-r", "never", "--every", "1s", "--", "false"}),
+        1);
     std::this_thread::sleep_for(2100ms);
     Result status = env.clock({"status", "--format", "json"});
     REQUIRE(status.status == 1);  // nothing held
