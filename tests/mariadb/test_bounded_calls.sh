@@ -92,6 +92,7 @@ check "with the general log on, clock init warns that it keeps owner secrets" \
 run_clock --database "$root_url" init 2>"$work/init.err"
 check "with it off, no such warning" bash -c "! grep -q 'owner secrets' '$work/init.err'"
 
+# shellcheck disable=SC2154  # hostile_PID is set by coproc
 kill "$hostile_PID" 2>/dev/null
 wait "$hostile_PID" 2>/dev/null
 as_root -e "DROP DATABASE $db; DROP USER 'app_$$'@'localhost', 'op_$$'@'localhost'"
