@@ -71,6 +71,18 @@ python3 -c 'import json; print("CALL clock_renew(%r, %r, UUID(), %r, 60000, %r, 
   "", json.dumps(["stall.n%d" % i for i in range(20000)]), "[]", "", "x"))' >"$work/many.sql"
 as_app <"$work/many.sql" >"$work/many.out" 2>&1 &
 many=$!
+# Until it has ended (refused) or holds its transaction (the hierarchy's
+# slot row), whichever comes first.
+in_call() {
+  q "SELECT COUNT(*) FROM information_schema.INNODB_TRX t
+     JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+     WHERE p.USER = 'app_$$' AND p.INFO LIKE 'CALL clock_renew%'"
+}
+for _ in $(seq 1200); do
+  kill -0 "$many" 2>/dev/null || break
+  [[ $(in_call) -gt 0 ]] && break
+  sleep 0.05
+done
 
 run_clock --database "$app_url" run -n -r stall.sib -- true 2>"$work/sib.err"
 check "a sibling's run -n exits 0 ($(head -c 300 "$work/sib.err"))" test $? -eq 0
