@@ -99,7 +99,9 @@ lock::Lease lease_of(const json& row) {
           .acquired_at = instant_of(row.at("acquired_at")),
           .renewed_at = instant_of(row.at("renewed_at")),
           .expires_at = optional_instant_of(row.at("expires_at")),
-          .leftovers = {}};
+          .leftovers = {},
+          .every = std::nullopt,
+          .previous_every = std::nullopt};
 }
 
 lock::Waiter waiter_of(const json& row) {

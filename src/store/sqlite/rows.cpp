@@ -89,7 +89,9 @@ HistoryEvent read_history(const Statement& row) {
                      .by = row.text(14),
                      .in_the_way = std::nullopt,
                      .done_by = std::nullopt,
-                     .leftovers = {}};
+                     .leftovers = {},
+                     .every = std::nullopt,
+                     .previous_every = std::nullopt};
   event.leftovers = decode_leftovers(row.text(20));
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
