@@ -99,9 +99,7 @@ lock::Lease lease_of(const json& row) {
           .acquired_at = instant_of(row.at("acquired_at")),
           .renewed_at = instant_of(row.at("renewed_at")),
           .expires_at = optional_instant_of(row.at("expires_at")),
-          .leftovers = {},
-          .every = std::nullopt,
-          .previous_every = std::nullopt};
+          .leftovers = {}};
 }
 
 lock::Waiter waiter_of(const json& row) {
@@ -304,7 +302,9 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
                          .by = text_of(row.at("by")),
                          .in_the_way = in_the_way_of(row),
                          .done_by = std::nullopt,
-                         .leftovers = {}};
+                         .leftovers = {},
+                         .every = std::nullopt,
+                         .previous_every = std::nullopt};
       event.done_by = done_by_of(row, event.resource);
       if (row.contains("leftovers"))
         event.leftovers = leftovers_of(row.at("leftovers"));
