@@ -187,10 +187,9 @@ enum class EventKind {
 std::string_view to_string(EventKind kind);
 std::optional<EventKind> event_kind_of(std::string_view name);
 inline constexpr EventKind k_event_kinds[] = {
-    EventKind::acquired,  EventKind::released, EventKind::expired,
-    EventKind::forced,    EventKind::lost,     EventKind::skipped,
-    EventKind::timed_out, EventKind::killed,   EventKind::refused,
-    EventKind::period_changed};
+    EventKind::acquired, EventKind::released,      EventKind::expired,   EventKind::forced,
+    EventKind::lost,     EventKind::skipped,       EventKind::timed_out, EventKind::killed,
+    EventKind::refused,  EventKind::period_changed};
 
 // A resource's expected period (SPEC §3, missed runs): clock run --once-per D
 // or --every D declares that each of its resources must run successfully
