@@ -61,6 +61,17 @@ CXX_SOURCES = git ls-files --cached --others --exclude-standard -- '*.cpp' '*.hp
 deps:
 	packaging/install-deps.sh
 
+# ccache, where it is installed (make deps installs it), for every build and
+# for the upgrade test's build of the previous release (tests/upgrade): paths
+# are taken relative to the checkout and the working directory is left out of
+# the hash, so a fresh clone elsewhere reuses the objects of an earlier one.
+ifneq ($(shell command -v ccache 2>/dev/null),)
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+export CMAKE_CXX_COMPILER_LAUNCHER ?= ccache
+export CMAKE_C_COMPILER_LAUNCHER ?= ccache
+endif
+
 # $(call configure,DIR,EXTRA_CMAKE_ARGS): Ninja when it is there, else CMake's
 # default. The generator is chosen at the first configure only: CMake refuses
 # to change the generator of an existing build directory.

@@ -16,8 +16,8 @@ set -euo pipefail
 
 # The lists, one per purpose; each says why its packages are here, and that
 # reason is printed before they are installed.
-BUILD_WHY="the toolchain that builds clock"
-BUILD=(g++ cmake make ninja-build pkg-config)
+BUILD_WHY="the toolchain that builds clock (ccache: make check's four builds and the upgrade test's build of the previous release share unchanged objects)"
+BUILD=(g++ cmake make ninja-build pkg-config ccache)
 LIBS_WHY="the libraries clock is built with (ARCHITECTURE.md, \"Libraries\")"
 # libcurl4-openssl-dev: clock run --ping's HTTP client (the clock-ping.so
 # module links it; the .deb's dependency on libcurl4 comes from dpkg-shlibdeps).
