@@ -200,6 +200,11 @@ TEST_SUITE("missed runs") {
                            "ALTER TABLE history DROP COLUMN leftovers; "
                            "ALTER TABLE history DROP COLUMN exit_code; "
                            "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "ALTER TABLE leases DROP COLUMN holder_boot_id; "
+                           "ALTER TABLE leases DROP COLUMN holder_pid_ns; "
+                           "ALTER TABLE leases DROP COLUMN holder_pid_start; "
+                           "ALTER TABLE leases DROP COLUMN job_group; "
+                           "ALTER TABLE leases DROP COLUMN job_cgroup; "
                            "PRAGMA user_version = 7'",
                            {{"DB", db.string()}}),
                  0);

@@ -136,7 +136,7 @@ TEST_SUITE("run") {
     CHECK(released.at("leftovers")[0].at("command") == "sleep 999");
     CHECK(released.at("leftovers")[0].at("fate") == "ended");
     Result history = env.clock({"history", "x"});
-    CHECK(contains(history.out, "released (left " + std::to_string(left) + " ended)"));
+    CHECK(contains(history.out, "released (exit 3) (left " + std::to_string(left) + " ended)"));
     // A run that left nothing names nothing.
     CHECK_EXIT(env.clock({"run", "-r", "y", "--", "true"}), 0);
     CHECK(last_event(env, "y", "released").at("leftovers").empty());
@@ -207,12 +207,17 @@ TEST_SUITE("run") {
     TestEnv env;
     const std::string db = env.url().substr(std::string("sqlite:").size());
     Acquired held = env.acquire({"-r", "held", "--ttl", "1h"});
-    // Back to version 8: drop what 009 and 011 made (010 only remade triggers); it migrates to
+    // Back to version 8: drop what 009, 011 and 012 made (010 only remade triggers); it migrates to
     // the latest.
     REQUIRE_EXIT(env.shell("sqlite3 \"$DB\" 'ALTER TABLE leases DROP COLUMN leftovers; "
                            "ALTER TABLE history DROP COLUMN leftovers; "
                            "ALTER TABLE history DROP COLUMN exit_code; "
                            "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "ALTER TABLE leases DROP COLUMN holder_boot_id; "
+                           "ALTER TABLE leases DROP COLUMN holder_pid_ns; "
+                           "ALTER TABLE leases DROP COLUMN holder_pid_start; "
+                           "ALTER TABLE leases DROP COLUMN job_group; "
+                           "ALTER TABLE leases DROP COLUMN job_cgroup; "
                            "PRAGMA user_version = 8'",
                            {{"DB", db}}),
                  0);
@@ -220,7 +225,7 @@ TEST_SUITE("run") {
     REQUIRE(holders.size() == 1);
     CHECK(holders[0].at("token") == held.token());
     CHECK(holders[0].at("leftovers").empty());
-    CHECK(env.shell("sqlite3 \"$DB\" 'PRAGMA user_version'", {{"DB", db}}).out == "10\n");
+    CHECK(env.shell("sqlite3 \"$DB\" 'PRAGMA user_version'", {{"DB", db}}).out == "12\n");
     CHECK_EXIT(env.clock({"release", "-r", "held", "--owner", held.credential}), 0);
   }
 
