@@ -130,8 +130,17 @@ section_2() {
   granted=$(grep -cx 0 "$work/noretry.codes")
   echo "     section 2: $((6 * runs)) runs in $((SECONDS - started)) s, exits $(tally "$work/noretry.codes")," \
     "$rose certification failures and brute-force aborts, paused by flow control $paused ms"
-  check "every run exits 0 or 75 ($(errors "$work/noretry.err"))" \
-    same "$(codes_other_than '0|75' "$work/noretry.codes")" 0
+  # A -n run gives server trouble a few seconds (man clock, COMMANDS); on a
+  # loaded machine a run can meet certification conflicts (1213) for all of
+  # them and give up with 69, saying so: allowed for at most 1 run in 100,
+  # never any other exit or error.
+  local gave_up
+  gave_up=$(grep -cx 69 "$work/noretry.codes" || true)
+  check "every run exits 0 or 75, or 69 after -n's patience of conflicts ($(errors "$work/noretry.err"))" \
+    same "$(codes_other_than '0|75|69' "$work/noretry.codes")" 0
+  check "at most 1 run in 100 gave up ($gave_up of $((6 * runs)))" test "$gave_up" -le $((6 * runs / 100))
+  check "and each that gave up met certification conflicts (error 1213)" \
+    same "$(grep -c 'error' "$work/noretry.err" || true)" "$(grep -c 'error 1213).*gave up after trying' "$work/noretry.err" || true)"
   check "some runs were granted" test "$granted" -gt 0
   check "the counter counts the granted runs" same "$(cat "$work/noretry.counter" 2>/dev/null)" "$granted"
   check "every granted run logged its section" same "$(wc -l <"$work/noretry.log")" "$granted"
