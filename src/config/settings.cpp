@@ -292,12 +292,11 @@ void apply_config_text(Settings& settings, std::string_view text, const fs::path
   reader.check_known_keys();
   settings.config_file = file;
   // Every key the file sets is its origin, whatever the value.
-  for (const char* key :
-       {"database", "database_patience", "namespace", "log_level", "log_format", "lock.ttl",
-        "lock.heartbeat",
-        "lock.kill_after", "lock.leftovers", "postgres.schema", "postgres.connect_timeout",
-        "postgres.watch_lease", "mariadb.galera_max_skew", "gc.history_retention", "gc.batch_size",
-        "sqlite.allow_network_filesystem", "ping.on_skip", "ping.urls"}) {
+  for (const char* key : {"database", "database_patience", "namespace", "log_level", "log_format",
+                          "lock.ttl", "lock.heartbeat", "lock.kill_after", "lock.leftovers",
+                          "postgres.schema", "postgres.connect_timeout", "postgres.watch_lease",
+                          "mariadb.galera_max_skew", "gc.history_retention", "gc.batch_size",
+                          "sqlite.allow_network_filesystem", "ping.on_skip", "ping.urls"}) {
     if (reader.has(key))
       settings.origins[key] = "config file " + file.string() + " (key " + key + ")";
   }

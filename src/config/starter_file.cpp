@@ -43,9 +43,9 @@ bool sets_anything(const fs::path& file) {
 }  // namespace
 
 std::string starter_text(const std::optional<std::string>& database_url) {
-  std::string database =
-      database_url ? "database = " + toml_string(*database_url) + "\n"
-                   : "#database = \"postgresql://clock_host@db.example/clock\"\n";
+  std::string database = database_url
+                             ? "database = " + toml_string(*database_url) + "\n"
+                             : "#database = \"postgresql://clock_host@db.example/clock\"\n";
   return "# clock.toml, written by `clock config --init`: the keys most set-ups change.\n"
          "# Every key, with its default and what it does: man clock (FILES), or\n"
          "# config/clock.toml in the source tree. `clock config` shows what is in effect\n"

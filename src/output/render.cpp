@@ -502,7 +502,7 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
       what += " by " + escape_for_terminal(event.by);
     if (const auto& way = event.in_the_way) {
       what += " (held by " + escape_for_terminal(way->host);
-      what += way->token             ? ", token " + std::to_string(*way->token) + ")"
+      what += way->token              ? ", token " + std::to_string(*way->token) + ")"
               : way->is_transaction() ? ")"
                                       : ", queued)";
     }

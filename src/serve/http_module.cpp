@@ -85,8 +85,8 @@ HttpServer::HttpServer(const std::string& host, int port, int connections, Handl
     : m_handler(std::move(handler)) {
   const auto& loaded = module();
   char error[256] = "";
-  m_server =
-      loaded.open(host.c_str(), port, connections, handle, &m_handler, &m_port, error, sizeof error);
+  m_server = loaded.open(host.c_str(), port, connections, handle, &m_handler, &m_port, error,
+                         sizeof error);
   if (!m_server)
     throw Error(ExitCode::usage, std::string(error) + "; choose another --listen ADDR:PORT");
 }

@@ -56,8 +56,8 @@ Reply history(Snapshots& snapshots, const SiteOptions& options, const Request& r
   if (!json) {
     return {429, k_text,
             "too many different history queries this refresh period (" +
-                std::to_string(Snapshots::k_histories_per_period) +
-                "): ask again in " + std::to_string(options.refresh.count() / 1000 + 1) +
+                std::to_string(Snapshots::k_histories_per_period) + "): ask again in " +
+                std::to_string(options.refresh.count() / 1000 + 1) +
                 "s, or ask what another page already asked\n"};
   }
   return {200, k_json, json};

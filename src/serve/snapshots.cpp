@@ -14,7 +14,6 @@ namespace clk::serve {
 
 namespace {
 
-
 std::string history_key(const store::HistoryQuery& query) {
   std::string key = query.ns.value_or("\x01") + "\x02";
   key += query.prefix ? query.prefix->str() : "";

@@ -1,8 +1,9 @@
 // Judging, on this host, that a lease's holder is gone (dead_holder.hpp).
 #include "store/dead_holder.hpp"
 
-#include <spdlog/spdlog.h>
 #include <unistd.h>
+
+#include <spdlog/spdlog.h>
 
 #include "error.hpp"
 #include "util/process_group.hpp"
@@ -84,8 +85,8 @@ std::optional<HolderTrace> this_holder(pid_t job_group, const std::string& job_c
   auto started = util::process_start_ticks(::getpid());
   if (!host || !started)
     return std::nullopt;
-  return HolderTrace{host->boot_id, host->pid_ns, ::getpid(), *started,
-                           job_group > 0 ? job_group : 0, job_cgroup};
+  return HolderTrace{
+      host->boot_id, host->pid_ns, ::getpid(), *started, job_group > 0 ? job_group : 0, job_cgroup};
 }
 
 DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
@@ -115,10 +116,10 @@ DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
           break;
         case Verdict::gone: {
           found = pid_text(*trace) + " is not running here, nor its job";
-          DeadHolderClaim claim{lease.ns,    lease.resource,
-                                lease.owner, lease.token,
-                                *trace,      Caller{request.info.user, request.info.host,
-                                                    request.info.pid, {}}};
+          DeadHolderClaim claim{
+              lease.ns,    lease.resource,
+              lease.owner, lease.token,
+              *trace,      Caller{request.info.user, request.info.host, request.info.pid, {}}};
           if (holders->end_dead_lease(claim)) {
             spdlog::info("{} of owner {} (token {}): its holder died ({}); ended as expired",
                          lease.resource.str(), lease.owner.str(), lease.token, found);

@@ -95,7 +95,6 @@ struct DeadHolderReport {
 // this process root, and ends each one with no process left (clock's pid
 // with its start time gone, its job's group and cgroup empty) as an
 // expiry. A store that cannot be asked ends none (the refusal stands).
-DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
-                                  const Attempt& attempt);
+DeadHolderReport end_dead_holders(Store& store, const LockRequest& request, const Attempt& attempt);
 
 }  // namespace clk::store

@@ -217,9 +217,8 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
     auto attempt_start = steady_clock::now();
     Patience bound = patience();
     store.set_acquire_deadline(bound.until);
-    std::optional<Attempt> tried =
-        attempt_through_trouble(store, recorded ? request : unrecorded, queue, bound, start,
-                                trouble, interrupted);
+    std::optional<Attempt> tried = attempt_through_trouble(
+        store, recorded ? request : unrecorded, queue, bound, start, trouble, interrupted);
     if (!tried)
       continue;
     Attempt attempt = std::move(*tried);

@@ -53,10 +53,10 @@ inline constexpr milliseconds k_nonblock_patience{5'000};
 // that is unavailable (a full, restarting or read-only server, a lost
 // connection) is retried with jittered back-off until the -w deadline
 // (k_nonblock_patience with -n; without either, until the trouble has lasted
-// policy.database_patience), then its last error is thrown (unavailable, 69). Throws clk::Error: not_acquired (75) naming the
-// holder when -n fails or the wait times out, deadlock (76) naming the cycle.
-// `interrupted` is polled between attempts; when it returns true the request
-// leaves the queue and Error(not_acquired) is thrown.
+// policy.database_patience), then its last error is thrown (unavailable, 69). Throws clk::Error:
+// not_acquired (75) naming the holder when -n fails or the wait times out, deadlock (76) naming the
+// cycle. `interrupted` is polled between attempts; when it returns true the request leaves the
+// queue and Error(not_acquired) is thrown.
 Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& policy,
                  WaitObserver* observer, const std::function<bool()>& interrupted);
 

@@ -102,7 +102,7 @@ std::optional<bool> cgroup_has_processes(const std::string& path) {
   auto procs = read_proc_file(path + "/cgroup.procs");
   if (!procs)
     return ::stat(path.c_str(), &facts) != 0 && errno == ENOENT ? std::optional(false)
-                                                                 : std::nullopt;
+                                                                : std::nullopt;
   return procs->find_first_not_of(" \n") != std::string::npos;
 }
 

@@ -90,8 +90,8 @@ std::set<std::string> keys_of_man_page(const std::string& man) {
   std::string list = man.substr(begin, end - begin);
   std::set<std::string> keys;
   std::regex key(R"(\n\.BR? ([a-z_]+(\.[a-z_]+)?)\b)");
-  for (auto it = std::sregex_iterator(list.begin(), list.end(), key);
-       it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), key); it != std::sregex_iterator();
+       ++it)
     keys.insert((*it)[1]);
   return keys;
 }
@@ -179,7 +179,8 @@ TEST_SUITE("cli reference") {
     REQUIRE_EXIT(help, 0);
     CHECK(help.out.find("config file's database") != std::string::npos);
     // Every scheme a URL may have.
-    for (const char* scheme : {"sqlite:", "postgresql://", "postgres://", "mysql://", "mariadb://"}) {
+    for (const char* scheme :
+         {"sqlite:", "postgresql://", "postgres://", "mysql://", "mariadb://"}) {
       CAPTURE(scheme);
       CHECK(help.out.find(scheme) != std::string::npos);
     }

@@ -1,7 +1,7 @@
-// Cron's view of clock (man clock, COMMANDS, quiet conventions): the cron idioms of README.md and the man page,
-// run with cron's environment (env -i HOME=… PATH=/usr/bin:/bin, stdin
-// /dev/null, no terminal), write nothing on stderr when all is well, since
-// cron mails whatever a job writes there.
+// Cron's view of clock (man clock, COMMANDS, quiet conventions): the cron idioms of README.md and
+// the man page, run with cron's environment (env -i HOME=… PATH=/usr/bin:/bin, stdin /dev/null, no
+// terminal), write nothing on stderr when all is well, since cron mails whatever a job writes
+// there.
 #include <signal.h>
 #include <string>
 

@@ -63,9 +63,9 @@ TEST_SUITE("database patience") {
     Receiver receiver(env);
     const fs::path config = env.path("clock.toml");
     write_file(config, "database_patience = \"3s\"\n");
-    Result result = env.clock({"--config", config.string(), "run", "-r", "job", "--ping",
-                               receiver.url(), "--", "true"},
-                              {{"CLOCK_DATABASE_URL", unreachable_url()}}, 60s);
+    Result result = env.clock(
+        {"--config", config.string(), "run", "-r", "job", "--ping", receiver.url(), "--", "true"},
+        {{"CLOCK_DATABASE_URL", unreachable_url()}}, 60s);
     INFO(result.describe());
     CHECK_FALSE(result.timed_out);
     CHECK_EXIT(result, 69);
@@ -110,9 +110,10 @@ TEST_SUITE("database patience") {
 }
 
 TEST_SUITE("stress") {
-  TEST_CASE("a 100-run burst against MariaDB with max_connections = 20: every run 0, stderr "
-            "silent" *
-            only_on("mariadb")) {
+  TEST_CASE(
+      "a 100-run burst against MariaDB with max_connections = 20: every run 0, stderr "
+      "silent" *
+      only_on("mariadb")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"run", "-r", "burst.job0", "--", "true"}), 0);  // the schema
     Result before = maria::sql(env, "SELECT @@global.max_connections");
@@ -129,10 +130,10 @@ TEST_SUITE("stress") {
     std::vector<std::unique_ptr<Process>> runs;
     for (int n = 1; n <= 100; ++n) {
       // Each waits for the go file, so the hundred start at one instant.
-      runs.push_back(env.spawn(env.shell_command(
-          "while [ ! -e \"$GO\" ]; do sleep 0.01; done\n"
-          "exec \"$T_CLOCK\" run -r burst.job$N -- true",
-          {{"GO", go}, {"N", std::to_string(n)}})));
+      runs.push_back(
+          env.spawn(env.shell_command("while [ ! -e \"$GO\" ]; do sleep 0.01; done\n"
+                                      "exec \"$T_CLOCK\" run -r burst.job$N -- true",
+                                      {{"GO", go}, {"N", std::to_string(n)}})));
     }
     write_file(go, "");
     int failed = 0, retry_lines = 0;

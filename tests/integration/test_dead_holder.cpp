@@ -21,9 +21,9 @@ using nlohmann::json;
 namespace {
 
 // A `clock run` holding `job` whose command (`script`) writes the pid of
-// the job's process to watch to T_DIR/pid; returned once the holder has recorded its process facts (they go
-// to the database beside the command's start, before the first renewal,
-// which status shows as a renewed_at after acquired_at).
+// the job's process to watch to T_DIR/pid; returned once the holder has recorded its process facts
+// (they go to the database beside the command's start, before the first renewal, which status shows
+// as a renewed_at after acquired_at).
 struct Holder {
   std::unique_ptr<Process> clock;
   pid_t job = 0;
@@ -64,8 +64,8 @@ void kill_everything(Holder& holder) {
   kill(-holder.group, SIGKILL);
   Result result = holder.clock->wait(10s);
   CHECK(result.status == 128 + SIGKILL);
-  REQUIRE(await([&] { return !process_alive(holder.job) && !process_alive(holder.group); }, 10s,
-                5ms));
+  REQUIRE(
+      await([&] { return !process_alive(holder.job) && !process_alive(holder.group); }, 10s, 5ms));
 }
 
 // A history event's `by`: "" where there is none.
@@ -137,8 +137,7 @@ TEST_SUITE("dead holder") {
     TestEnv env;
     // A process of the job in the background: the command itself dies with
     // clock (its parent-death signal), this one only by the guard's hand.
-    Holder holder =
-        start_holder(env, "60s", "sleep 1000 & echo $! > \"$T_DIR/pid\"; wait");
+    Holder holder = start_holder(env, "60s", "sleep 1000 & echo $! > \"$T_DIR/pid\"; wait");
     const std::string dead_owner = holder.lease.at("owner");
     const std::string cgroup = cgroup_of(holder.job);
     // The guard killed first, so that it cannot end the job when clock dies
@@ -154,10 +153,10 @@ TEST_SUITE("dead holder") {
     CHECK_EXIT(env.clock({"run", "-n", "-r", "job", "--", "true"}), 75);
     Result refused = env.clock({"acquire", "-v", "-n", "-r", "job"});
     CHECK_EXIT(refused, 75);
-    CHECK_MESSAGE(refused.err.find("pid " + std::to_string(holder.clock->pid()) +
-                                   " is not running here, but its job still is") !=
-                      std::string::npos,
-                  refused.err);
+    CHECK_MESSAGE(
+        refused.err.find("pid " + std::to_string(holder.clock->pid()) +
+                         " is not running here, but its job still is") != std::string::npos,
+        refused.err);
     CHECK_MESSAGE(refused.err.find("expires ") != std::string::npos, refused.err);
     CHECK(event_of(history_of(env, "job"), dead_owner, "expired").is_null());
 

@@ -75,8 +75,11 @@ TEST_SUITE("missed runs") {
     // run, since the current period's run comes up to a run's latency after
     // the period starts (a check after they stop could fall in that gap);
     // a missed period in the past would keep this at 2.
-    CHECK(await([&] { return env.clock({"missed", "rep", "--since", "30s"}).status == 0; }, 10s,
-                50ms));
+    CHECK(await(
+        [&] {
+          return env.clock({"missed", "rep", "--since", "30s"}).status == 0;
+        },
+        10s, 50ms));
     write_file(env.path("stop"), "");
     for (auto& loop_process : loops)
       CHECK_EXIT(loop_process->wait(60s), 0);
@@ -233,8 +236,9 @@ TEST_SUITE("missed runs") {
     Result nagios = env.clock({"missed", "--format", "nagios"});
     CHECK_EXIT(nagios, 2);
     INFO(nagios.out);
-    CHECK(nagios.out.starts_with("CLOCK CRITICAL - 1 overdue: "
-                                 "\\x0aCLOCK OK - all fine \\x7c overdue=0\\x1b[2J:forged; "));
+    CHECK(
+        nagios.out.starts_with("CLOCK CRITICAL - 1 overdue: "
+                               "\\x0aCLOCK OK - all fine \\x7c overdue=0\\x1b[2J:forged; "));
     CHECK(std::count(nagios.out.begin(), nagios.out.end(), '\n') == 1);
     CHECK(std::count(nagios.out.begin(), nagios.out.end(), '|') == 1);
     CHECK(nagios.out.find('\x1b') == std::string::npos);

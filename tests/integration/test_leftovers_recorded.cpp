@@ -190,10 +190,11 @@ TEST_SUITE("run") {
         pg::psql(env, "SELECT name FROM clock.routine_sets WHERE name <> 'clock'").out;
     REQUIRE(set.starts_with("clock_r"));
     const std::string set_name = set.substr(0, set.size() - 1);
-    REQUIRE_EXIT(pg::psql(env, "REVOKE EXECUTE ON FUNCTION clock.note_leftovers(text, text[], "
-                               "uuid, bigint[], jsonb, text, text) FROM clock_app; DROP SCHEMA " +
-                                   set_name + " CASCADE; DELETE FROM clock.routine_sets WHERE name = '" +
-                                   set_name + "'"),
+    REQUIRE_EXIT(pg::psql(env,
+                          "REVOKE EXECUTE ON FUNCTION clock.note_leftovers(text, text[], "
+                          "uuid, bigint[], jsonb, text, text) FROM clock_app; DROP SCHEMA " +
+                              set_name + " CASCADE; DELETE FROM clock.routine_sets WHERE name = '" +
+                              set_name + "'"),
                  0);
     CHECK_EXIT(env.clock({"history"}), 0);  // the first use installs this release's set
     Result after = pg::psql(env, "SELECT has_function_privilege('clock_app', '" + set_name +

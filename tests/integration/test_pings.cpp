@@ -227,9 +227,9 @@ TEST_SUITE("pings") {
     std::string url = receiver.url();
     url.insert(std::string("http://").size(), "pinger:pw-sekrit@");
     // An enclosing run whose command is a clock run with --ping.
-    auto outer = env.spawn(
-        env.clock_command({"run", "-r", "outer", "--", TestEnv::clock_binary(), "run", "-r",
-                           "inner", "--ping", url, "--", "sh", "-c", env.holding_script("nested")}));
+    auto outer = env.spawn(env.clock_command({"run", "-r", "outer", "--", TestEnv::clock_binary(),
+                                              "run", "-r", "inner", "--ping", url, "--", "sh", "-c",
+                                              env.holding_script("nested")}));
     REQUIRE(env.await_started("nested"));
     const auto inner = env.holders_of("inner");
     REQUIRE(inner.size() == 1);

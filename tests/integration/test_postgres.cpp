@@ -259,8 +259,8 @@ TEST_SUITE("postgres") {
     }
     // The functions added since release 1.0 exist only in this release's
     // set (docs/upgrades.md), and the role gets them there too.
-    for (const char* added : {"note_holder", "holder_trace", "end_dead_lease", "release2",
-                              "history2", "run_results"}) {
+    for (const char* added :
+         {"note_holder", "holder_trace", "end_dead_lease", "release2", "history2", "run_results"}) {
       INFO(added);
       CHECK(psql.execute("SELECT count(*) FILTER (WHERE has_function_privilege('" + role +
                          "', p.oid, 'EXECUTE')) || '/' || count(*) FROM pg_proc AS p "
@@ -366,7 +366,8 @@ TEST_SUITE("postgres") {
     granted_token(psql.execute(try_acquire_sql("same", owner)));
     // The transaction stays open: the lock is held by it.
 
-    // man clock, COMMANDS and EXIT STATUS: -n does not wait, and exits 75 when another holds the lock.
+    // man clock, COMMANDS and EXIT STATUS: -n does not wait, and exits 75 when another holds the
+    // lock.
     Result nonblocking = env.clock({"acquire", "-n", "-r", "same"});
     CHECK_EXIT(nonblocking, 75);
     // The functions' lock_timeout is 5 s: a -n that reaches it has waited.

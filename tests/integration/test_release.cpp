@@ -1,5 +1,5 @@
-// clock release and renew (man clock, COMMANDS and EXIT STATUS: exit 77 for a lock this owner does not
-// hold), and forced releases (man clock, GUARANTEES: recorded, and the next token is larger).
+// clock release and renew (man clock, COMMANDS and EXIT STATUS: exit 77 for a lock this owner does
+// not hold), and forced releases (man clock, GUARANTEES: recorded, and the next token is larger).
 #include <cstdlib>
 #include <string>
 

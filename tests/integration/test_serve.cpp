@@ -43,9 +43,9 @@ class Served {
     std::string extra;
     for (const auto& flag : flags)
       extra += " '" + flag + "'";
-    m_process = env.spawn(
-        env.shell_command("exec \"$T_CLOCK\" serve --listen 127.0.0.1:0 --refresh " + refresh +
-                          extra + " > \"$T_DIR/serve.url\""));
+    m_process =
+        env.spawn(env.shell_command("exec \"$T_CLOCK\" serve --listen 127.0.0.1:0 --refresh " +
+                                    refresh + extra + " > \"$T_DIR/serve.url\""));
     REQUIRE(await([&] { return read_file(env.path("serve.url")).find('\n') != std::string::npos; },
                   30s));
     m_url = read_file(env.path("serve.url"));

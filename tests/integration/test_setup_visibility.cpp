@@ -129,8 +129,9 @@ TEST_SUITE("setup visibility") {
   TEST_CASE("clock config lists the ping settings, URLs as scheme and host only") {
     TestEnv env;
     fs::path file = env.path("clock.toml");
-    write_file(file, "[ping]\non_skip = 'log'\n[ping.urls]\n'db.backup' = "
-                     "'https://hc-ping.example/0f3c-secret-uuid'\n");
+    write_file(file,
+               "[ping]\non_skip = 'log'\n[ping.urls]\n'db.backup' = "
+               "'https://hc-ping.example/0f3c-secret-uuid'\n");
     fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
     Result json = env.clock({"--config", file.string(), "config", "--format", "json"});
     CHECK_EXIT(json, 0);
@@ -141,11 +142,13 @@ TEST_SUITE("setup visibility") {
     CHECK(by_key["ping.on_skip"]["value"] == "log");
     CHECK(by_key["ping.on_skip"]["origin"] ==
           "config file " + file.string() + " (key ping.on_skip)");
-    CHECK(by_key["ping.urls"]["value"].get<std::string>().find("db.backup = https://hc-ping.example") == 0);
+    CHECK(by_key["ping.urls"]["value"].get<std::string>().find(
+              "db.backup = https://hc-ping.example") == 0);
     CHECK(json.out.find("secret-uuid") == std::string::npos);
   }
 
-  TEST_CASE("clock config --init writes a starter file that clock then reads, and keeps a set one") {
+  TEST_CASE(
+      "clock config --init writes a starter file that clock then reads, and keeps a set one") {
     TestEnv env;
     fs::path file = env.path("etc/clock/clock.toml");
     const std::string url = "postgresql://clock_host@db.example/clock";
@@ -166,8 +169,8 @@ TEST_SUITE("setup visibility") {
 
     // A file that sets a key is left alone (78), whatever is asked.
     std::string before = read_file(file);
-    Result again = env.clock({"--database", "sqlite:/tmp/other.db", "config", "--init",
-                              file.string()});
+    Result again =
+        env.clock({"--database", "sqlite:/tmp/other.db", "config", "--init", file.string()});
     CHECK_EXIT(again, 78);
     CHECK(again.err_lines().size() == 1);
     CHECK(again.err.find(file.string()) != std::string::npos);

@@ -38,10 +38,10 @@ TEST_SUITE("siblings") {
       const std::string go = env.path("go." + std::to_string(round)).string();
       std::vector<std::unique_ptr<Process>> runs;
       for (int job = 1; job <= 6; ++job) {
-        runs.push_back(env.spawn(env.shell_command(
-            "while [ ! -e \"$GO\" ]; do sleep 0.01; done\n"
-            "exec \"$T_CLOCK\" run -n -r fleet.job$N -- sleep 0.3",
-            {{"GO", go}, {"N", std::to_string(job)}})));
+        runs.push_back(
+            env.spawn(env.shell_command("while [ ! -e \"$GO\" ]; do sleep 0.01; done\n"
+                                        "exec \"$T_CLOCK\" run -n -r fleet.job$N -- sleep 0.3",
+                                        {{"GO", go}, {"N", std::to_string(job)}})));
       }
       write_file(go, "");
       for (auto& run : runs) {
@@ -65,9 +65,9 @@ TEST_SUITE("siblings") {
 
   TEST_CASE("40 -n runs beside a sibling holder renewing every 200ms: none refused") {
     TestEnv env;
-    auto holder = env.spawn(env.clock_command({"run", "--ttl", "10s", "--heartbeat", "200ms", "-r",
-                                               "fleet.long", "--", "sh", "-c",
-                                               env.holding_script("long")}));
+    auto holder =
+        env.spawn(env.clock_command({"run", "--ttl", "10s", "--heartbeat", "200ms", "-r",
+                                     "fleet.long", "--", "sh", "-c", env.holding_script("long")}));
     REQUIRE(env.await_started("long"));
     int refused = 0;
     for (int n = 0; n < 40; ++n) {
@@ -97,9 +97,10 @@ TEST_SUITE("siblings") {
     CHECK(skipped[0]["in_the_way"]["token"] == holder.token());
   }
 
-  TEST_CASE("-n behind a session that keeps clock's rows in an open transaction: 75 after the "
-            "bounded wait, saying so, and recorded" *
-            only_on("postgres")) {
+  TEST_CASE(
+      "-n behind a session that keeps clock's rows in an open transaction: 75 after the "
+      "bounded wait, saying so, and recorded" *
+      only_on("postgres")) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"run", "-r", "fleet.job2", "--", "true"}), 0);  // the schema
     pg::PsqlSession session(env, env.url());

@@ -260,10 +260,8 @@ TEST_SUITE("status and gc") {
     REQUIRE_EXIT(before, 0);
     INFO("before gc:\n" << before.out);
     CHECK(split(runs_total(before.out), false) == expected);
-    const std::map<std::string, long long> endings = {{"/k/succeeded", 0},
-                                                      {"/k/failed", 1},
-                                                      {"dc-eu1/x/succeeded", 1},
-                                                      {"dc-eu1/x/failed", 0}};
+    const std::map<std::string, long long> endings = {
+        {"/k/succeeded", 0}, {"/k/failed", 1}, {"dc-eu1/x/succeeded", 1}, {"dc-eu1/x/failed", 0}};
     CHECK(split(runs_total(before.out), true) == endings);
 
     // A dry run counts the idle resources' counters (f, k, d, dc-eu1/x: 7

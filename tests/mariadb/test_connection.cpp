@@ -297,9 +297,7 @@ TEST_SUITE("mariadb connection") {
     admin.execute("grant", "GRANT ALL ON `" + database + "`.* TO pw_login@'%'");
     struct Cleanup {
       Connection& admin;
-      ~Cleanup() {
-        admin.execute("drop", "DROP USER IF EXISTS pw_login@'%', ''@'localhost'");
-      }
+      ~Cleanup() { admin.execute("drop", "DROP USER IF EXISTS pw_login@'%', ''@'localhost'"); }
     } cleanup{admin};
     auto message_of = [](const std::string& url) {
       ConnectOptions options;

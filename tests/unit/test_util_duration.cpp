@@ -71,8 +71,8 @@ TEST_SUITE("util::duration") {
   }
 
   TEST_CASE("compound durations out of order, repeated or ambiguous are rejected") {
-    for (const char* text : {"30m1h", "1h1h", "1h30", "1h 30m", "1.5h30m", "1h30m.",
-                             "1hm", "h30m", "1h-30m", "1h+30m", "30s2m"}) {
+    for (const char* text : {"30m1h", "1h1h", "1h30", "1h 30m", "1.5h30m", "1h30m.", "1hm", "h30m",
+                             "1h-30m", "1h+30m", "30s2m"}) {
       CAPTURE(text);
       CHECK_FALSE(parse_duration(text).has_value());
     }
@@ -101,10 +101,10 @@ TEST_SUITE("util::duration") {
   }
 
   TEST_CASE("whole-unit and compound durations survive a format and parse round trip") {
-    for (milliseconds d : {milliseconds(250), milliseconds(38s), milliseconds(4min),
-                           milliseconds(2h), milliseconds(std::chrono::days(1)),
-                           milliseconds(4min + 12s), milliseconds(2h + 5min),
-                           milliseconds(std::chrono::days(3) + 4h)}) {
+    for (milliseconds d :
+         {milliseconds(250), milliseconds(38s), milliseconds(4min), milliseconds(2h),
+          milliseconds(std::chrono::days(1)), milliseconds(4min + 12s), milliseconds(2h + 5min),
+          milliseconds(std::chrono::days(3) + 4h)}) {
       CAPTURE(d.count());
       CHECK(parse_duration(format_duration(d)) == d);
     }

@@ -1,10 +1,10 @@
 // util/process_identity: a pid with its start time names one process; a
 // reused pid, a zombie and a pid that is gone do not.
-#include <doctest/doctest.h>
-
 #include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include "util/process_identity.hpp"
 

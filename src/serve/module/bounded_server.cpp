@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
-#include <condition_variable>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <netinet/in.h>
@@ -225,8 +225,8 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
   const Entry entry = admit(sock);
   ReadBuffer buffer;
   bool answered = false;
-  for (std::size_t left = m_bounds.requests_per_connection;
-       left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+  for (std::size_t left = m_bounds.requests_per_connection; left > 0 && svr_sock_ != INVALID_SOCKET;
+       --left) {
     // The next request's first byte, within the idle timeout.
     if (buffer.empty() && !wait_for(sock, POLLIN, Clock::now() + m_bounds.idle_timeout))
       break;

@@ -6,11 +6,10 @@
 // not being answered closed to make room for the new one.
 #pragma once
 
-#include <httplib.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <httplib.h>
 #include <list>
 #include <mutex>
 

@@ -5,14 +5,14 @@
 // to a SQLite run.
 #include "serve/module/serve_module.h"
 
-#include "serve/module/bounded_server.hpp"
-
 #include <algorithm>
 #include <cstdio>
 #include <httplib.h>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "serve/module/bounded_server.hpp"
 
 namespace {
 

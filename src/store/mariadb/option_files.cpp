@@ -101,7 +101,8 @@ void check_writers(const fs::path& path, const struct stat& info, const char* wh
                 std::string("refusing the MariaDB option ") + what + " " + path.string() +
                     ": its group or others may write it (mode " + mode_text(info) +
                     "), and what it says (plugin-dir, default-auth) runs inside clock; "
-                    "chmod go-w " + path.string());
+                    "chmod go-w " +
+                    path.string());
   }
 }
 

@@ -153,8 +153,7 @@ std::string in_set(std::string_view sql, const std::vector<std::string>& names) 
 
 // Whether routine_sets records this release's set.
 bool set_recorded(Connection& connection) {
-  return !connection
-              .prepare("read routine_sets", "SELECT 1 FROM routine_sets WHERE suffix = ?")
+  return !connection.prepare("read routine_sets", "SELECT 1 FROM routine_sets WHERE suffix = ?")
               .query({set_suffix()})
               .empty();
 }
@@ -193,9 +192,9 @@ void copy_grants(Connection& connection, const std::vector<std::string>& names) 
     };
     const std::string grantee = host.empty() ? "`" + user + "`" : quote(user) + "@" + quote(host);
     try {
-      connection.execute("grant " + routine + suffix,
-                         "GRANT EXECUTE ON " + grant.at(3).value_or("PROCEDURE") + " " + routine +
-                             suffix + " TO " + grantee);
+      connection.execute("grant " + routine + suffix, "GRANT EXECUTE ON " +
+                                                          grant.at(3).value_or("PROCEDURE") + " " +
+                                                          routine + suffix + " TO " + grantee);
     } catch (const ServerTrouble&) {
       // No GRANT OPTION: sql/mariadb/roles.sql grants them.
     }
@@ -222,9 +221,11 @@ void apply_set(Connection& connection) {
   if (last)
     connection.execute_script("procedures " + std::string(last->name), in_set(last->sql, names));
   copy_grants(connection, names);
-  connection.prepare("record routine_sets",
-                     "INSERT IGNORE INTO routine_sets (suffix, release_name, sha256) VALUES (?, ?, ?)")
-      .execute({set_suffix(), std::string(CLOCK_VERSION), std::string(sql::mariadb_procedures_sha256())});
+  connection
+      .prepare("record routine_sets",
+               "INSERT IGNORE INTO routine_sets (suffix, release_name, sha256) VALUES (?, ?, ?)")
+      .execute({set_suffix(), std::string(CLOCK_VERSION),
+                std::string(sql::mariadb_procedures_sha256())});
 }
 
 }  // namespace

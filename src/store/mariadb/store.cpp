@@ -178,21 +178,20 @@ class MariadbStore : public Store, public DeadHolders {
         "recording this holder's process facts", "clock_note_holder", 12,
         {held.ns, db::json_array(held.resources), held.owner.str(), db::json_array(held.tokens),
          trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid),
-         std::to_string(trace.pid_start),
-         std::to_string(trace.job_group), trace.job_cgroup, held.secret, describe(held.caller)}));
+         std::to_string(trace.pid_start), std::to_string(trace.job_group), trace.job_cgroup,
+         held.secret, describe(held.caller)}));
     if (!lost.empty())
       throw refusal_error(Operation::renew, lost.front(), held.owner);
   }
 
   // Within the acquire's own deadline: these run between its attempts.
-  std::optional<HolderTrace> holder_trace(const std::string& ns,
-                                                const lock::Resource& resource,
-                                                const lock::OwnerId& owner,
-                                                lock::Token token, const std::string& boot_id,
-                                                std::int64_t pid_ns) override {
-    return parse_holder_trace(call("reading a holder's process facts", "clock_holder_trace", 6,
-                                   {ns, resource.str(), owner.str(), std::to_string(token),
-                                    boot_id, std::to_string(pid_ns)}));
+  std::optional<HolderTrace> holder_trace(const std::string& ns, const lock::Resource& resource,
+                                          const lock::OwnerId& owner, lock::Token token,
+                                          const std::string& boot_id,
+                                          std::int64_t pid_ns) override {
+    return parse_holder_trace(call(
+        "reading a holder's process facts", "clock_holder_trace", 6,
+        {ns, resource.str(), owner.str(), std::to_string(token), boot_id, std::to_string(pid_ns)}));
   }
 
   bool end_dead_lease(const DeadHolderClaim& claim) override {

@@ -536,7 +536,8 @@ void Connection::run_migrations(const std::string& script) {
                     "the clock schema is missing or out of date, and this database role may not "
                     "create it (" +
                         server_message(e.what()) +
-                        "): run 'clock init' of clock " CLOCK_VERSION " as the "
+                        "): run 'clock init' of clock " CLOCK_VERSION
+                        " as the "
                         "schema's owner, or have a database administrator apply the output of "
                         "'clock init --print-sql'");
       }

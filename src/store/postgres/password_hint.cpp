@@ -71,13 +71,12 @@ std::string missing_password_hint(const std::string& url, const Getenv& getenv_i
   port = port.substr(0, port.find(','));
   if (port.empty())
     port = "5432";
-  std::string file = options.count("passfile")  ? options["passfile"]
-                     : getenv("PGPASSFILE")     ? std::string(getenv("PGPASSFILE"))
-                                                : std::string("~/.pgpass");
+  std::string file = options.count("passfile") ? options["passfile"]
+                     : getenv("PGPASSFILE")    ? std::string(getenv("PGPASSFILE"))
+                                               : std::string("~/.pgpass");
   return "; no password was sent for login " + user + ": add the line '" + pgpass_field(host) +
-         ":" + port + ":" + pgpass_field(database) + ":" + pgpass_field(user) +
-         ":PASSWORD' to " + file +
-         " (mode 0600, of the user who runs clock) with that login's password";
+         ":" + port + ":" + pgpass_field(database) + ":" + pgpass_field(user) + ":PASSWORD' to " +
+         file + " (mode 0600, of the user who runs clock) with that login's password";
 }
 
 }  // namespace clk::store::postgres

@@ -117,7 +117,8 @@ std::string release_1_0_stamp() {
 std::string release_1_0_block(const std::string& schema) {
   const std::string q = quoted(schema);
   std::string block =
-      "\n-- release 1.0's functions (sql/postgres/release-1.0), when their stamp differs\nDO $clock$\nDECLARE\n"
+      "\n-- release 1.0's functions (sql/postgres/release-1.0), when their stamp differs\nDO "
+      "$clock$\nDECLARE\n"
       "  v_grantees text[];\n  v_role text;\nBEGIN\n"
       "  IF obj_description(to_regnamespace('" +
       q + "'), 'pg_namespace') IS DISTINCT FROM '" + release_1_0_stamp() + "' THEN\n";

@@ -23,8 +23,7 @@ std::string oldest_running() {
 // The rows of routine_sets no release that may still run needs: sets of
 // their own schema (never the schema itself).
 std::string retired_rows(const std::string& schema) {
-  return "FROM " + quoted(schema) +
-         ".routine_sets WHERE name <> '" + schema +
+  return "FROM " + quoted(schema) + ".routine_sets WHERE name <> '" + schema +
          "' AND (string_to_array(split_part(release, '-', 1), '.')::integer[])[1:2] < " +
          oldest_running();
 }

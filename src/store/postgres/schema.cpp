@@ -138,7 +138,6 @@ std::string dollar_quoted(const std::string& sql, int version) {
   return tag + "\n" + sql + tag;
 }
 
-
 std::string quoted(const std::string& schema) {
   return "\"" + schema + "\"";
 }
@@ -194,8 +193,10 @@ std::vector<std::string> defined_functions() {
   std::vector<std::string> names;
   for (const auto& file : sql::postgres_functions()) {
     std::string_view text = file.sql;
-    for (std::string_view create : {"CREATE OR REPLACE FUNCTION @schema@.", "CREATE FUNCTION @schema@."}) {
-      for (auto at = text.find(create); at != std::string_view::npos; at = text.find(create, at + 1)) {
+    for (std::string_view create :
+         {"CREATE OR REPLACE FUNCTION @schema@.", "CREATE FUNCTION @schema@."}) {
+      for (auto at = text.find(create); at != std::string_view::npos;
+           at = text.find(create, at + 1)) {
         auto begin = at + create.size();
         auto end = text.find('(', begin);
         std::string name(text.substr(begin, end - begin));
@@ -259,7 +260,8 @@ std::string set_block(const std::string& schema) {
                       ", unless it exists\nDO $clock$\nDECLARE\n"
                       "  v_role text;\n  v_function text;\nBEGIN\n"
                       "  IF to_regnamespace('" +
-                      set + "') IS NOT NULL THEN\n"
+                      set +
+                      "') IS NOT NULL THEN\n"
                       "    IF obj_description(to_regnamespace('" +
                       set + "'), 'pg_namespace') IS DISTINCT FROM '" + routine_set_stamp(schema) +
                       "' THEN\n"
@@ -290,17 +292,19 @@ std::string set_block(const std::string& schema) {
     for (const auto& source : grant_sources(name)) {
       sources += (sources.empty() ? "" : ",") + source;
     }
-    block += "  FOR v_role, v_function IN SELECT DISTINCT quote_ident(r.rolname), f.oid::regprocedure::text"
-             " FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r, pg_proc AS f"
-             " WHERE (p.pronamespace = to_regnamespace('" +
-             q + "') OR p.pronamespace IN (SELECT to_regnamespace(quote_ident(s.name)) FROM " + q +
-             ".routine_sets AS s)) AND p.proname = ANY ('{" + sources +
-             "}') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
-             " AND a.grantee <> p.proowner AND f.pronamespace = to_regnamespace('" +
-             set + "') AND f.proname = '" + name +
-             "' LOOP\n"
-             "    EXECUTE 'GRANT EXECUTE ON FUNCTION ' || v_function || ' TO ' || v_role;\n"
-             "  END LOOP;\n";
+    block +=
+        "  FOR v_role, v_function IN SELECT DISTINCT quote_ident(r.rolname), "
+        "f.oid::regprocedure::text"
+        " FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r, pg_proc AS f"
+        " WHERE (p.pronamespace = to_regnamespace('" +
+        q + "') OR p.pronamespace IN (SELECT to_regnamespace(quote_ident(s.name)) FROM " + q +
+        ".routine_sets AS s)) AND p.proname = ANY ('{" + sources +
+        "}') AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee"
+        " AND a.grantee <> p.proowner AND f.pronamespace = to_regnamespace('" +
+        set + "') AND f.proname = '" + name +
+        "' LOOP\n"
+        "    EXECUTE 'GRANT EXECUTE ON FUNCTION ' || v_function || ' TO ' || v_role;\n"
+        "  END LOOP;\n";
   }
   block += "  COMMENT ON SCHEMA " + set + " IS '" + routine_set_stamp(schema) +
            "';\n"
@@ -340,7 +344,8 @@ std::string migration_script(const std::string& schema) {
       "-- recorded in " +
       q +
       ".schema_migrations, keeps release 1.0's functions in the schema and creates\n"
-      "-- this release's (clock " + release() + ") in " + quoted(routine_set(schema)) +
+      "-- this release's (clock " +
+      release() + ") in " + quoted(routine_set(schema)) +
       " if missing, so it is safe to run again.\n"
       "-- Apply as the role that is to own the schema (not a superuser, ideally), e.g.\n"
       "--   psql -v ON_ERROR_STOP=1 -f clock.sql\n"

@@ -116,8 +116,8 @@ class PostgresStore::Impl {
   // schema is migrated first and the call made again.
   std::string call(std::string_view what, std::string_view function, std::string_view arguments,
                    const pg::Params& params, pg::Retry retry) {
-    std::string invocation = m_set + "." + std::string(function) + "(" +
-                             std::string(arguments) + ")::text";
+    std::string invocation =
+        m_set + "." + std::string(function) + "(" + std::string(arguments) + ")::text";
     if (!m_schema_ready) {
       auto reply = m_conn.call_if_exists(
           what,
@@ -137,8 +137,8 @@ class PostgresStore::Impl {
   void each_row(std::string_view what, std::string_view function, std::string_view arguments,
                 const pg::Params& params, pg::Retry retry,
                 const std::function<void(const RowView&)>& visit) {
-    std::string sql = "SELECT * FROM " + m_set + "." + std::string(function) + "(" +
-                      std::string(arguments) + ")";
+    std::string sql =
+        "SELECT * FROM " + m_set + "." + std::string(function) + "(" + std::string(arguments) + ")";
     if (!m_schema_ready) {
       auto rows = m_conn.each_row(what, sql + " WHERE " + pg::ready_condition(m_schema), params,
                                   retry, visit);
@@ -407,9 +407,10 @@ Attempt PostgresStore::try_acquire(const LockRequest& request, bool queue) {
     Attempt blocked;
     blocked.outcome = Outcome::blocked;
     blocked.behind_transaction =
-        std::string("another transaction holds locks under the same top-level name: a session "
-                    "kept clock's rows of this hierarchy in an open transaction of its own for "
-                    "over ") +
+        std::string(
+            "another transaction holds locks under the same top-level name: a session "
+            "kept clock's rows of this hierarchy in an open transaction of its own for "
+            "over ") +
         (queue ? "5s" : "2s") +
         " (clock's own calls hold them for milliseconds); look for it in pg_stat_activity "
         "('idle in transaction')";
@@ -513,8 +514,8 @@ void PostgresStore::note_holder(const RenewRequest& held, const HolderTrace& tra
       "$9::bigint, $10, $11, $12",
       {held.ns, text_array(held.resources), held.owner.str(), bigint_array(held.tokens),
        trace.boot_id, std::to_string(trace.pid_ns), std::to_string(trace.pid),
-       std::to_string(trace.pid_start),
-       std::to_string(trace.job_group), trace.job_cgroup, held.secret, describe(held.caller)},
+       std::to_string(trace.pid_start), std::to_string(trace.job_group), trace.job_cgroup,
+       held.secret, describe(held.caller)},
       pg::Retry::if_broken));
   if (!lost.empty())
     throw refusal_error(Operation::renew, lost.front(), held.owner);
@@ -522,14 +523,12 @@ void PostgresStore::note_holder(const RenewRequest& held, const HolderTrace& tra
 
 // Within the acquire's own deadline (set_acquire_deadline): these run
 // between its attempts.
-std::optional<HolderTrace> PostgresStore::holder_trace(const std::string& ns,
-                                                             const lock::Resource& resource,
-                                                             const lock::OwnerId& owner,
-                                                             lock::Token token,
-                                                             const std::string& boot_id,
-                                                             std::int64_t pid_ns) {
+std::optional<HolderTrace> PostgresStore::holder_trace(
+    const std::string& ns, const lock::Resource& resource, const lock::OwnerId& owner,
+    lock::Token token, const std::string& boot_id, std::int64_t pid_ns) {
   return parse_holder_trace(m_impl->call(
-      "reading a holder's process facts", "holder_trace", "$1, $2, $3::uuid, $4::bigint, $5, $6::bigint",
+      "reading a holder's process facts", "holder_trace",
+      "$1, $2, $3::uuid, $4::bigint, $5, $6::bigint",
       {ns, resource.str(), owner.str(), std::to_string(token), boot_id, std::to_string(pid_ns)},
       pg::Retry::if_broken));
 }

@@ -55,11 +55,9 @@ class PostgresStore final : public Store, public DeadHolders {
   void renew(const RenewRequest& request) override;
   void note_leftovers(const LeftoversNote& note) override;
   void note_holder(const RenewRequest& held, const HolderTrace& trace) override;
-  std::optional<HolderTrace> holder_trace(const std::string& ns,
-                                                const lock::Resource& resource,
-                                                const lock::OwnerId& owner,
-                                                lock::Token token, const std::string& boot_id,
-                                                std::int64_t pid_ns) override;
+  std::optional<HolderTrace> holder_trace(const std::string& ns, const lock::Resource& resource,
+                                          const lock::OwnerId& owner, lock::Token token,
+                                          const std::string& boot_id, std::int64_t pid_ns) override;
   bool end_dead_lease(const DeadHolderClaim& claim) override;
   // A read of the status function per resource: a round trip each, so it is
   // asked only when the lease watch (options.watch_lease) heard of a loss or

@@ -355,9 +355,9 @@ std::optional<HolderTrace> parse_holder_trace(const std::string& text) {
   return reading(text, [](const json& reply) -> std::optional<HolderTrace> {
     if (reply.is_null() || reply.at("boot_id").is_null())
       return std::nullopt;
-    return HolderTrace{text_of(reply.at("boot_id")),       integer_of(reply.at("pid_ns")),
-                             integer_of(reply.at("pid")),        integer_of(reply.at("pid_start")),
-                             integer_of(reply.at("job_group")), text_of(reply.at("job_cgroup"))};
+    return HolderTrace{text_of(reply.at("boot_id")),      integer_of(reply.at("pid_ns")),
+                       integer_of(reply.at("pid")),       integer_of(reply.at("pid_start")),
+                       integer_of(reply.at("job_group")), text_of(reply.at("job_cgroup"))};
   });
 }
 

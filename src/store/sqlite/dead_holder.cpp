@@ -35,11 +35,10 @@ void SqliteStore::note_holder(const RenewRequest& held, const HolderTrace& trace
 }
 
 std::optional<HolderTrace> SqliteStore::holder_trace(const std::string& ns,
-                                                           const lock::Resource& resource,
-                                                           const lock::OwnerId& owner,
-                                                           lock::Token token,
-                                                           const std::string& boot_id,
-                                                           std::int64_t pid_ns) {
+                                                     const lock::Resource& resource,
+                                                     const lock::OwnerId& owner, lock::Token token,
+                                                     const std::string& boot_id,
+                                                     std::int64_t pid_ns) {
   ReadTransaction tx(m_db);
   auto find = m_db.prepare(
       "SELECT holder_boot_id, holder_pid_ns, pid, holder_pid_start, job_group, job_cgroup"
@@ -53,10 +52,12 @@ std::optional<HolderTrace> SqliteStore::holder_trace(const std::string& ns,
       .bind(6, pid_ns);
   if (!find.step())
     return std::nullopt;
-  return HolderTrace{find.text(0),    find.integer(1),
-                           find.integer(2), find.integer(3),
-                           find.optional_integer(4).value_or(0),
-                           find.is_null(5) ? std::string() : find.text(5)};
+  return HolderTrace{find.text(0),
+                     find.integer(1),
+                     find.integer(2),
+                     find.integer(3),
+                     find.optional_integer(4).value_or(0),
+                     find.is_null(5) ? std::string() : find.text(5)};
 }
 
 // The lease is ended only as the claimer judged it: the same token, and the

@@ -94,11 +94,9 @@ class SqliteStore final : public Store, public DeadHolders {
   void note_leftovers(const LeftoversNote& note) override;
   // A dead holder's lease: store/sqlite/dead_holder.cpp.
   void note_holder(const RenewRequest& held, const HolderTrace& trace) override;
-  std::optional<HolderTrace> holder_trace(const std::string& ns,
-                                                const lock::Resource& resource,
-                                                const lock::OwnerId& owner,
-                                                lock::Token token, const std::string& boot_id,
-                                                std::int64_t pid_ns) override;
+  std::optional<HolderTrace> holder_trace(const std::string& ns, const lock::Resource& resource,
+                                          const lock::OwnerId& owner, lock::Token token,
+                                          const std::string& boot_id, std::int64_t pid_ns) override;
   bool end_dead_lease(const DeadHolderClaim& claim) override;
   std::optional<milliseconds> still_holds_interval() const override { return milliseconds(200); }
   std::vector<Released> release(const ReleaseRequest& request) override;
