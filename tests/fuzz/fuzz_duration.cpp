@@ -14,9 +14,13 @@ using std::chrono::milliseconds;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto text = clk::fuzz::as_text(data, size);
   auto parsed = parse_duration(text);
+  // A plain number ("90", "1.5") means seconds; in a compound duration
+  // ("1m30s") every part names its unit, so "1m30" fails where "1m30s" parses.
+  bool plain_number =
+      !text.empty() && text.find_first_not_of("0123456789.") == std::string_view::npos;
   if (!parsed) {
-    // Whatever fails without a unit fails with the explicit default unit too.
-    if (!text.empty() && text.back() >= '0' && text.back() <= '9')
+    // Whatever fails as a plain number fails with the explicit unit too.
+    if (plain_number)
       FUZZ_CHECK(!parse_duration(std::string(text) + "s"));
     return 0;
   }
@@ -27,8 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (ms.count() % 1000 == 0) {
     FUZZ_CHECK(parse_duration(std::to_string(ms.count() / 1000)) == ms);
   }
-  // A plain number means seconds.
-  if (!text.empty() && text.back() >= '0' && text.back() <= '9') {
+  if (plain_number) {
     FUZZ_CHECK(parse_duration(std::string(text) + "s") == ms);
   }
   std::string shown = format_duration(ms);
