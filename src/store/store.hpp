@@ -390,6 +390,13 @@ Error refusal_error(Operation operation, const Refused& refused,
 // (by another attempt) at least every third of this (waiting.cpp).
 milliseconds waiter_lifetime(milliseconds ttl);
 
+// What creating or migrating the schema did, for clock init to say.
+struct MigrationReport {
+  bool created = false;              // there was no clock schema before
+  std::vector<std::string> applied;  // the migrations applied, in order ("016_run_ends")
+  std::string latest;                // the newest migration the schema now holds
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -466,8 +473,9 @@ class Store {
   virtual std::vector<HistoryEvent> history(const HistoryQuery& query) = 0;
   virtual GcReport gc(const GcOptions& options) = 0;
 
-  // Creates or migrates the schema (clock init). Commands call it lazily.
-  virtual void migrate() = 0;
+  // Creates or migrates the schema (clock init) and says what this process
+  // changed, its own first use included. Commands call it lazily.
+  virtual MigrationReport migrate() = 0;
 
   // How long a connection to the backend stays open after a call before
   // rest() closes it; none where nothing is held open between calls (SQLite).

@@ -114,6 +114,18 @@ for first in old new; do
   check "$first first: and inits move no stamp either" test "$(stamps)" = "$before"
 done
 
+# --- 1a. clock init says what it did: migrated a schema v1.0.0 made, then
+# current (and section 2's fresh database: created).
+url=$(fresh init_says)
+url_db=upgrade_$$_init_says
+expect 0 "init says: old's init" old init
+expect 0 "init says: new's init after old's" new init
+check "init says: new's init names the migrations it applied ($(head -c 300 "$work/out"))" \
+  grep -q "^migrated the clock schema in .*: applied [0-9]" "$work/out"
+expect 0 "init says: new's init again" new init
+check "init says: then the schema is current ($(head -c 300 "$work/out"))" \
+  grep -q "is current (.*); nothing to migrate$" "$work/out"
+
 # --- 1b. Least privilege (the server backends): the owner's clock init of
 # the new release first, then app logins of both; and the reverse, where the
 # new release's app login meets a schema v1.0.0 set up, names the init to
@@ -181,6 +193,8 @@ fi
 url=$(fresh shared)
 url_db=upgrade_$$_shared
 expect 0 "the new release's init" new init
+check "the new release's init on a fresh database says it created the schema ($(head -c 300 "$work/out"))" \
+  grep -q "^created the clock schema in " "$work/out"
 tokens=()
 token_of() { sed -n 's/.*CLOCK_TOKEN=\([0-9]*\).*/\1/p' "$work/out"; }
 owner_of() { sed -n 's/.*CLOCK_OWNER=\([^ ]*\).*/\1/p' "$work/out"; }

@@ -10,6 +10,7 @@
 #include "error.hpp"
 #include "store/mariadb/connection.hpp"
 #include "store/migration.hpp"
+#include "store/migration_report.hpp"
 
 namespace clk::store::mariadb {
 
@@ -57,13 +58,14 @@ bool is_privilege_error(unsigned number) {
 // Creates nothing that exists, so that a login without CREATE may run
 // `clock init` on a schema that is current (MariaDB checks the privilege of
 // CREATE TABLE IF NOT EXISTS even when the table exists).
-void apply_missing(Connection& connection) {
+MigrationReport apply_missing(Connection& connection) {
   auto found = connection
                    .prepare("look for schema_migrations",
                             "SELECT COUNT(*) FROM information_schema.tables "
                             "WHERE table_schema = DATABASE() AND table_name = 'schema_migrations'")
                    .query({});
-  if (found.empty() || found[0].at(0) == "0")
+  const bool created = found.empty() || found[0].at(0) == "0";
+  if (created)
     connection.execute("create schema_migrations", k_bookkeeping);
   std::set<int> applied;
   for (const Row& row :
@@ -71,13 +73,17 @@ void apply_missing(Connection& connection) {
            .query({})) {
     applied.insert(std::stoi(row.at(0).value_or("0")));
   }
+  const std::set<int> before = applied;
   for (const Migration& migration : sql::mariadb_migrations()) {
     if (applied.count(migration.version))
       continue;
     const std::string what = "migration " + std::string(migration.name);
     connection.execute_script(what, std::string(migration.sql));
     connection.execute(what, record_sql(migration));
+    applied.insert(migration.version);
   }
+  return migration_report(created ? std::nullopt : std::optional(before), applied,
+                          sql::mariadb_migrations());
 }
 
 // The stamp the database records for its procedures; nullopt if none.
@@ -316,7 +322,7 @@ FirstLook first_look(Connection& connection) {
   return FirstLook{false, !rows.empty() && rows[0].size() > 1 && rows[0][1] == "1"};
 }
 
-void migrate(Connection& connection) {
+MigrationReport migrate(Connection& connection) {
   auto rows = connection
                   .prepare("take the migration lock",
                            "SELECT GET_LOCK(" + std::string(k_lock_name) + ", ?)")
@@ -326,8 +332,9 @@ void migrate(Connection& connection) {
                 "MariaDB: another clock init has been migrating this database for " +
                     std::to_string(k_lock_wait_seconds) + " s; try again when it is done");
   }
+  MigrationReport report;
   try {
-    apply_missing(connection);
+    report = apply_missing(connection);
     apply_release_1_0(connection);
     apply_set(connection);
   } catch (const ServerTrouble& trouble) {
@@ -345,6 +352,7 @@ void migrate(Connection& connection) {
   }
   connection.execute("release the migration lock",
                      "DO RELEASE_LOCK(" + std::string(k_lock_name) + ")");
+  return report;
 }
 
 }  // namespace clk::store::mariadb

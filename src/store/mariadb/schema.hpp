@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "store/store.hpp"
+
 namespace clk::store::mariadb {
 
 class Connection;
@@ -30,8 +32,9 @@ std::string print_sql();
 // not one transaction, so each file is written to be run again); then, under
 // the same lock, applies every procedure file again if procedures_stamp does
 // not hold the sha256 of this binary's files, and records it. A login
-// that may not create what is missing gets clk::Error(config).
-void migrate(Connection& connection);
+// that may not create what is missing gets clk::Error(config). Returns
+// which migrations it applied.
+MigrationReport migrate(Connection& connection);
 
 // What a process learns of the database before its first operation, in
 // one query and no lock.

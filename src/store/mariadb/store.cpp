@@ -316,11 +316,12 @@ class MariadbStore : public Store, public DeadHolders {
     }
   }
 
-  void migrate() override {
+  MigrationReport migrate() override {
     patience(k_command_patience);
-    db::migrate(m_connection);
+    auto report = db::migrate(m_connection);
     m_checked = true;
     m_connection.close();  // borrowed, not held (man clock, COMMANDS)
+    return report;
   }
 
   std::optional<milliseconds> idle_limit() const override { return k_idle; }

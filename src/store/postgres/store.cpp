@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@
 #include "error.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/leftovers_json.hpp"
+#include "store/migration.hpp"
+#include "store/migration_report.hpp"
 #include "store/postgres/connection.hpp"
 #include "store/postgres/privileges.hpp"
 #include "store/postgres/replication.hpp"
@@ -157,6 +160,18 @@ class PostgresStore::Impl {
   void migrate() {
     m_conn.run_migrations(pg::migration_script(m_schema));
     m_schema_ready = true;
+  }
+
+  // The migrations the schema records, or nullopt when it has none yet.
+  std::optional<std::set<int>> recorded_migrations() {
+    std::set<int> versions;
+    auto rows = m_conn.each_row(
+        "read the schema's migrations",
+        "SELECT version::text FROM " + pg::quoted(m_schema) + ".schema_migrations", {},
+        pg::Retry::if_broken, [&](const RowView& row) { versions.insert(std::stoi(row.at(0))); });
+    if (!rows)
+      return std::nullopt;
+    return versions;
   }
 
   // clock init's: the sets of releases no host may still run.
@@ -762,10 +777,13 @@ GcReport PostgresStore::gc(const GcOptions& options) {
   }
 }
 
-void PostgresStore::migrate() {
+MigrationReport PostgresStore::migrate() {
   m_impl->patience(k_command_patience);
+  auto before = m_impl->recorded_migrations();
   m_impl->migrate();
   m_impl->retire_sets();
+  auto after = m_impl->recorded_migrations().value_or(std::set<int>{});
+  return migration_report(before, after, sql::postgres_migrations());
 }
 
 std::optional<milliseconds> PostgresStore::idle_limit() const {

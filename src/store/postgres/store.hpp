@@ -79,7 +79,7 @@ class PostgresStore final : public Store, public DeadHolders {
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
-  void migrate() override;
+  MigrationReport migrate() override;
   // One second: the cost of a reconnect (docs/performance.md) stays off a
   // short job's path (acquire and release share one connection).
   std::optional<milliseconds> idle_limit() const override;

@@ -110,7 +110,7 @@ class SqliteStore final : public Store, public DeadHolders {
   Snapshot status(const StatusQuery& query) override;
   std::vector<HistoryEvent> history(const HistoryQuery& query) override;
   GcReport gc(const GcOptions& options) override;
-  void migrate() override;
+  MigrationReport migrate() override;
   // While clock run's command runs: the release's statements prepared, so
   // that their parse is off the path once the command ends, and the WAL
   // checkpointed when due.
@@ -192,6 +192,7 @@ class SqliteStore final : public Store, public DeadHolders {
   }
 
   Database m_db;
+  MigrationReport m_migrated;  // what this process's migrate() calls changed
   std::int64_t m_seen_version = -1;  // data_version when an acquire was last blocked
   // still_holds(): the data_version at which `m_held_owner` last held its leases.
   std::int64_t m_held_version = -1;

@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "error.hpp"
 #include "store/database_url.hpp"
 #include "store/gc_pacing.hpp"
 #include "store/migration.hpp"
+#include "store/migration_report.hpp"
 #include "store/sqlite/sqlite_store.hpp"
 #include "util/filesystem_kind.hpp"
 #include "util/random_seed.hpp"
@@ -262,15 +264,26 @@ GcReport SqliteStore::gc(const GcOptions& options) {
   return report;
 }
 
-void SqliteStore::migrate() {
+MigrationReport SqliteStore::migrate() {
   const auto& migrations = sql::sqlite_migrations();
   auto version_of = [&] {
     auto stmt = m_db.prepare("PRAGMA user_version");
     stmt.step();
     return stmt.integer(0);
   };
-  if (version_of() >= migrations.back().version)
-    return;
+  // user_version is the last migration applied: they run in order here.
+  auto recorded = [&](std::int64_t version) {
+    std::set<int> versions;
+    for (const auto& migration : migrations)
+      if (migration.version <= version)
+        versions.insert(migration.version);
+    return versions;
+  };
+  if (version_of() >= migrations.back().version) {
+    if (m_migrated.latest.empty())
+      m_migrated = migration_report(recorded(version_of()), recorded(version_of()), migrations);
+    return m_migrated;
+  }
   WriteTransaction tx(m_db);
   auto version = version_of();  // another process may have migrated meanwhile
   for (const auto& migration : migrations) {
@@ -281,6 +294,9 @@ void SqliteStore::migrate() {
     m_db.exec(("PRAGMA user_version = " + std::to_string(migration.version)).c_str());
   }
   tx.commit();
+  m_migrated = migration_report(version == 0 ? std::nullopt : std::optional(recorded(version)),
+                                recorded(version_of()), migrations);
+  return m_migrated;
 }
 
 }  // namespace clk::store::sqlite
