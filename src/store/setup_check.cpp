@@ -92,6 +92,18 @@ SetupReport check_setup(const StoreOptions& options) {
   } catch (const Error& error) {
     fail(report, "privileges for clock run", error.what(), error.code());
   }
+  // Routines kept for releases that may no longer run are harmless but
+  // should not stay: a failed check is how an upgrade's forgotten clock
+  // init shows (docs/upgrades.md).
+  try {
+    auto retired = store->retired_routines();
+    for (auto& line : retired)
+      fail(report, "no routines of retired releases", std::move(line), ExitCode::config);
+    if (retired.empty())
+      pass(report, "no routines of retired releases");
+  } catch (const Error& error) {
+    fail(report, "no routines of retired releases", error.what(), error.code());
+  }
   return report;
 }
 

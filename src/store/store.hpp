@@ -508,6 +508,11 @@ class Store {
   // the backend grants by file mode (SQLite). Throws like status() when the
   // backend cannot be asked.
   virtual std::vector<std::string> missing_run_privileges() { return {}; }
+
+  // One line naming the routines kept only for releases older than this
+  // one's previous, which clock init drops (docs/upgrades.md); none when
+  // there are none or this login may not tell. clock check shows it.
+  virtual std::vector<std::string> retired_routines() { return {}; }
 };
 
 }  // namespace clk::store

@@ -9,6 +9,7 @@
 
 #include "error.hpp"
 #include "store/mariadb/connection.hpp"
+#include "store/mariadb/routine_sets.hpp"
 #include "store/migration.hpp"
 #include "store/migration_report.hpp"
 
@@ -322,7 +323,7 @@ FirstLook first_look(Connection& connection) {
   return FirstLook{false, !rows.empty() && rows[0].size() > 1 && rows[0][1] == "1"};
 }
 
-MigrationReport migrate(Connection& connection) {
+MigrationReport migrate(Connection& connection, OldSets old_sets) {
   auto rows = connection
                   .prepare("take the migration lock",
                            "SELECT GET_LOCK(" + std::string(k_lock_name) + ", ?)")
@@ -337,6 +338,8 @@ MigrationReport migrate(Connection& connection) {
     report = apply_missing(connection);
     apply_release_1_0(connection);
     apply_set(connection);
+    if (old_sets == OldSets::retire)
+      retire_sets(connection);
   } catch (const ServerTrouble& trouble) {
     connection.close();  // ends the session, and so its GET_LOCK
     if (is_privilege_error(trouble.number())) {

@@ -33,8 +33,10 @@ std::string print_sql();
 // the same lock, applies every procedure file again if procedures_stamp does
 // not hold the sha256 of this binary's files, and records it. A login
 // that may not create what is missing gets clk::Error(config). Returns
-// which migrations it applied.
-MigrationReport migrate(Connection& connection);
+// which migrations it applied. clock init, and only it, also drops the
+// routine sets of releases that may no longer run (routine_sets.hpp).
+enum class OldSets { keep, retire };
+MigrationReport migrate(Connection& connection, OldSets old_sets);
 
 // What a process learns of the database before its first operation, in
 // one query and no lock.

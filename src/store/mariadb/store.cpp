@@ -19,6 +19,7 @@
 #include "store/mariadb/connection.hpp"
 #include "store/mariadb/node_clocks.hpp"
 #include "store/mariadb/privileges.hpp"
+#include "store/mariadb/routine_sets.hpp"
 #include "store/mariadb/rows.hpp"
 #include "store/mariadb/schema.hpp"
 #include "store/mariadb/waiting_pace.hpp"
@@ -318,7 +319,7 @@ class MariadbStore : public Store, public DeadHolders {
 
   MigrationReport migrate() override {
     patience(k_command_patience);
-    auto report = db::migrate(m_connection);
+    auto report = db::migrate(m_connection, db::OldSets::retire);
     m_checked = true;
     m_connection.close();  // borrowed, not held (man clock, COMMANDS)
     return report;
@@ -341,10 +342,20 @@ class MariadbStore : public Store, public DeadHolders {
     } catch (const std::exception&) {
       return {};  // the command itself says what is wrong
     }
+    std::vector<std::string> warnings;
     if (m_skew && m_skew->refusal)
-      return {*m_skew->refusal};
-    if (m_skew && m_skew->warning)
-      return {*m_skew->warning};
+      warnings.push_back(*m_skew->refusal);
+    else if (m_skew && m_skew->warning)
+      warnings.push_back(*m_skew->warning);
+    for (auto& warning : retired_routines())
+      warnings.push_back(std::move(warning));
+    return warnings;
+  }
+
+  std::vector<std::string> retired_routines() override {
+    patience(k_check_patience);
+    if (auto warning = db::retired_sets_warning(m_connection))
+      return {std::move(*warning)};
     return {};
   }
 
@@ -515,7 +526,7 @@ class MariadbStore : public Store, public DeadHolders {
       return;
     auto look = db::first_look(m_connection);
     if (!look.current)
-      db::migrate(m_connection);
+      db::migrate(m_connection, db::OldSets::keep);
     if (look.galera)
       judge_node_clocks();
     m_checked = true;

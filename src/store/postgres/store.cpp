@@ -798,6 +798,11 @@ std::vector<std::string> PostgresStore::setup_warnings() {
   return m_impl->setup_warnings();
 }
 
+std::vector<std::string> PostgresStore::retired_routines() {
+  m_impl->patience(k_command_patience);
+  return m_impl->retired_routines();
+}
+
 std::vector<std::string> PostgresStore::missing_run_privileges() {
   m_impl->patience(k_command_patience);
   return m_impl->missing_run_privileges();

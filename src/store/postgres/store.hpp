@@ -86,6 +86,7 @@ class PostgresStore final : public Store, public DeadHolders {
   void rest() override;
   // The server streams to asynchronous standbys only (replication.hpp).
   std::vector<std::string> setup_warnings() override;
+  std::vector<std::string> retired_routines() override;
   // EXECUTE on the functions clock run calls (privileges.hpp).
   std::vector<std::string> missing_run_privileges() override;
   void set_acquire_deadline(std::chrono::steady_clock::time_point deadline) override;
