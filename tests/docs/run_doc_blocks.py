@@ -30,6 +30,12 @@ time. For each file, every fenced block is handled by its info string:
 between) leaves a block out: for what cannot run in a test (apt install,
 systemctl). Keep that rare: a skipped block is an untested one.
 
+Each block belongs to one server's run: a MariaDB block (one that names a
+mariadb:// or mysql:// URL, ~/.my.cnf or runs the `mariadb` client, or any
+block of a page marked `<!-- doc-test: server mariadb -->`) runs only with
+--server mariadb, every other block only without it. So README.md, which
+sets up both servers, is run by both.
+
 The reader's world is replaced in five ways, and only these:
   - HOME is a new empty folder, the current folder another (holding `sql`, a
     link to the source tree's sql/, as a source checkout would), the XDG and
@@ -96,6 +102,8 @@ import time
 BLOCK_TIMEOUT = 120  # seconds; the slowest block waits a few seconds at most
 SHELL_LANGS = {"sh", "bash", "shell"}
 MARKER = re.compile(r"<!--\s*doc-test:\s*(.*?)\s*-->")
+PAGE_SERVER = "server mariadb"  # the marker that makes a whole page MariaDB's
+MARIADB_BLOCK = re.compile(r"mariadb://|mysql://|\.my\.cnf|^\s*mariadb\b", re.M)
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([^\s`]*)")
 
 
@@ -116,6 +124,9 @@ def read_blocks(path):
     i = 0
     while i < len(lines):
         m = MARKER.search(lines[i])
+        if m and m.group(1) == PAGE_SERVER:
+            i += 1
+            continue
         if m:
             pending = m.group(1)
             i += 1
@@ -136,6 +147,13 @@ def read_blocks(path):
             pending = ""  # a marker applies to the very next block only
         i += 1
     return blocks
+
+
+def block_server(path, block):
+    """The server whose run a block belongs to: "mariadb" or "postgres"."""
+    with open(path, encoding="utf-8") as f:
+        whole_page = f"<!-- doc-test: {PAGE_SERVER} -->" in f.read()
+    return "mariadb" if whole_page or MARIADB_BLOCK.search(block.text) else "postgres"
 
 
 def expected_exit(directive, where):
@@ -526,6 +544,8 @@ def main():
         for block in read_blocks(path):
             if block.lang not in SHELL_LANGS and block.lang != "crontab":
                 continue
+            if block_server(path, block) != args.server:
+                continue  # the other server's run has it
             if block.directive == "skip":
                 print(f"{block.where()}: skipped (doc-test: skip)")
                 marked += 1
