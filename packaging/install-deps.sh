@@ -24,14 +24,14 @@ LIBS_WHY="the libraries clock is built with (ARCHITECTURE.md, \"Libraries\")"
 # libcpp-httplib-dev: clock serve's HTTP server (the clock-serve.so module
 # links it, with the OpenSSL, zlib and brotli Debian builds it with).
 # libmariadb-dev: MariaDB Connector/C, linked only into the MariaDB module
-# (clock-mariadb.so, issue 30).
+# (clock-mariadb.so).
 LIBS=(libcli11-dev libpqxx-dev libpq-dev libsqlite3-dev libsodium-dev libtomlplusplus-dev
   libspdlog-dev nlohmann-json3-dev libcurl4-openssl-dev libcpp-httplib-dev libmariadb-dev)
 # doctest for the unit and integration tests; a throwaway PostgreSQL 15 and
 # pgbouncer per test run (tests/helpers/with-postgres.sh), the sqlite3 shell,
 # a throwaway MariaDB 10.11 per MariaDB test entry (tests/helpers/with-mariadb.sh)
 # with its client for the tests' SQL, and galera-4 for the multi-writer tests
-# of issue 31 (tests/helpers/with-galera.sh, ctest mariadb-galera; rsync for its state
+# (tests/helpers/with-galera.sh, ctest mariadb-galera; rsync for its state
 # transfers); tmux for terminal tests, faketime for clock-skew tests, bindfs for a FUSE
 # mount (a file system SQLite refuses) in the SQLite fault tests;
 # python3-jsonschema validates the JSON output against

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measurement 11, multi-writer Galera (issue 31): one node of a three-node
+# Measurement 11, multi-writer Galera (docs/galera.md): one node of a three-node
 # cluster against all three, in the same run, with the same clock binary
 # (BENCH_CLOCK, run.sh's Release build, its modules beside it). suite.sh runs
 # it inside tests/helpers/with-galera.sh, so the cluster lives for this
@@ -36,8 +36,8 @@ only=${BENCH_GALERA_ONLY:-contend capacity}
 wanted() { [[ " $only " == *" $1 "* ]]; }
 say "11. Galera, one node vs three: $only"
 
-# clock warns that multi-writer Galera is not supported yet (issue 31
-# replaces the warning): not an error here.
+# Builds from before multi-writer Galera support warned on a Galera node
+# (BENCH_CLOCK may be one): not an error here.
 warning="is a Galera node"
 nodes=(1 2 3)
 sockets=()

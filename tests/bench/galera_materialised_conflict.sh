@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # galera_materialised_conflict.sh: the experiment behind the MariaDB backend's
-# Galera design (issue 31). Run by hand:
+# Galera design (docs/internals/mariadb.md, "Galera"). Run by hand:
 #
 #   tests/helpers/with-galera.sh tests/bench/galera_materialised_conflict.sh
 #

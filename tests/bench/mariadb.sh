@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measurement 10, MariaDB (issue 30) beside PostgreSQL in the same run, both
+# Measurement 10, MariaDB beside PostgreSQL in the same run, both
 # driven by the same clock binary (BENCH_MARIADB_CLOCK, run.sh's Release
 # build, its modules beside it):
 #   10.1  uncontended `clock run -- true`, MariaDB vs PostgreSQL (interleaved)

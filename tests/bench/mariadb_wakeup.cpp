@@ -1,4 +1,4 @@
-// The experiment behind docs/mariadb.md, "How the first waiter learns of a
+// The experiment behind docs/internals/mariadb.md, "How the first waiter learns of a
 // release": how long after a release a waiter sees it, on one MariaDB server,
 //   poll P   the waiter reads the row every P ms (one prepared SELECT)
 //   get_lock the waiter blocks in GET_LOCK(k, 10) while a holder session
@@ -8,7 +8,7 @@
 //            ends that query with KILL QUERY id
 // and what a poll costs the server (mariadbd's CPU time per statement).
 // Not part of any build (it is an experiment, not a tool). Build and run
-// against tests/helpers/with-mariadb.sh (see docs/mariadb.md for the line):
+// against tests/helpers/with-mariadb.sh (see docs/internals/mariadb.md for the line):
 //   c++ -std=c++20 -O2 -Isrc -I/usr/include/mariadb tests/bench/mariadb_wakeup.cpp \
 //     src/store/mariadb/connection.cpp src/store/mariadb_url.cpp src/util/password.cpp \
 //     -lmariadb -lpthread -o /tmp/mariadb_wakeup

@@ -346,7 +346,7 @@ def mariadb(t):
 def galera(t):
     """Measurement 11 (tests/bench/galera.sh): one node of a three-node Galera
     cluster vs all three, the same binary, the same run. No target for the
-    rates (issue 31 asks for the number); the invariant is a target."""
+    rates (the number is what is asked); the invariant is a target."""
     why = t.get("m11.missing", "reason")
     if why is not None:
         t.rows.append(("11", "Galera: one node vs three", f"not measured: {why}", "", "", "", "—"))

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the command blocks of the user documentation, as a reader would.
 
-    run_doc_blocks.py --clock build/clock [--also-as USER] FILE.md [FILE.md...]
+    run_doc_blocks.py --clock build/clock [--server postgres|mariadb] [--also-as USER]
+                      FILE.md [FILE.md...]
 
 Run as root, the blocks run as written by root, with the package's
 /etc/clock/clock.toml in place (comments only); with --also-as USER they then
@@ -29,6 +30,12 @@ time. For each file, every fenced block is handled by its info string:
 between) leaves a block out: for what cannot run in a test (apt install,
 systemctl). Keep that rare: a skipped block is an untested one.
 
+Each block belongs to one server's run: a MariaDB block (one that names a
+mariadb:// or mysql:// URL, ~/.my.cnf or runs the `mariadb` client, or any
+block of a page marked `<!-- doc-test: server mariadb -->`) runs only with
+--server mariadb, every other block only without it. So README.md, which
+sets up both servers, is run by both.
+
 The reader's world is replaced in five ways, and only these:
   - HOME is a new empty folder, the current folder another (holding `sql`, a
     link to the source tree's sql/, as a source checkout would), the XDG and
@@ -51,12 +58,26 @@ The reader's world is replaced in five ways, and only these:
   - the reader is a database administrator: the superuser postgres's
     password is in the reader's ~/.pgpass (mode 0600) from the start, as a
     DBA's would be; every other password comes from the documented steps;
+  - with --server mariadb, `db.example` is instead the throwaway MariaDB of
+    tests/helpers/with-mariadb.sh, started with CLOCK_TEST_MARIADB_AUTH=password:
+    every login needs its password (native passwords) and the anonymous
+    account ''@'localhost' of a fresh install is there, so a page that does
+    not remove it fails. The host name is removed from the text, and
+    $MARIADB_HOME/my.cnf (a file of the scratch folder, read as
+    /etc/mysql/my.cnf is) names the server's socket and port in [client],
+    so `mariadb` and `mariadb://clock_admin@db.example/clock` reach it as
+    they would on the server itself. The reader is the server's
+    administrator: root logs in through the socket (unix_socket, as on
+    Debian), and root's password is in ~/.my.cnf's [mariadb-client] group
+    (read by the `mariadb` client, never by clock) for a reader who is not
+    the system's root. The databases, logins and roles a file creates are
+    dropped before the next file starts, and the anonymous account restored;
   - `--jitter D` waits at most 1s (`--jitter 1s`): a fleet's crontab line
     spreads its hosts over minutes, a test does not wait for that.
 
 Against a server that asks for passwords, `clock check` and `clock init` run
 first without one, as by a reader who skipped the password step: each must
-name the password file, the line to add and the login.
+name the password file, the line (or group) to add and the login.
 
 With --man PAGE, every exit code in a table of FILE whose first column is
 headed "exit" must be an entry of the page's EXIT STATUS (the README lists
@@ -64,6 +85,7 @@ the common ones; the man page has them all).
 
 A block that names db.example without a server is a failure under CI=true;
 elsewhere it is skipped, and the run exits 77 (ctest's skip) if nothing failed.
+So is a server that trusts every login.
 """
 
 import argparse
@@ -80,6 +102,8 @@ import time
 BLOCK_TIMEOUT = 120  # seconds; the slowest block waits a few seconds at most
 SHELL_LANGS = {"sh", "bash", "shell"}
 MARKER = re.compile(r"<!--\s*doc-test:\s*(.*?)\s*-->")
+PAGE_SERVER = "server mariadb"  # the marker that makes a whole page MariaDB's
+MARIADB_BLOCK = re.compile(r"mariadb://|mysql://|\.my\.cnf|^\s*mariadb\b", re.M)
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([^\s`]*)")
 
 
@@ -100,6 +124,9 @@ def read_blocks(path):
     i = 0
     while i < len(lines):
         m = MARKER.search(lines[i])
+        if m and m.group(1) == PAGE_SERVER:
+            i += 1
+            continue
         if m:
             pending = m.group(1)
             i += 1
@@ -120,6 +147,13 @@ def read_blocks(path):
             pending = ""  # a marker applies to the very next block only
         i += 1
     return blocks
+
+
+def block_server(path, block):
+    """The server whose run a block belongs to: "mariadb" or "postgres"."""
+    with open(path, encoding="utf-8") as f:
+        whole_page = f"<!-- doc-test: {PAGE_SERVER} -->" in f.read()
+    return "mariadb" if whole_page or MARIADB_BLOCK.search(block.text) else "postgres"
 
 
 def expected_exit(directive, where):
@@ -201,10 +235,49 @@ def drop_new_objects(pg, before):
         psql(pg, "DROP ROLE " + ", ".join(f'"{r}"' for r in new_roles))
 
 
+class MariaServer:
+    """The throwaway MariaDB of with-mariadb.sh: its socket, TCP port and
+    root's option file (CLOCK_TEST_MARIADB_DEFAULTS, with password mode)."""
+
+    def __init__(self):
+        self.socket = os.environ["CLOCK_TEST_MARIADB_SOCKET"]
+        self.port = os.environ["CLOCK_TEST_MARIADB_PORT"]
+        self.defaults = os.environ.get("CLOCK_TEST_MARIADB_DEFAULTS")
+
+    def root_password(self):
+        with open(self.defaults) as f:
+            return re.search(r"^password=(.*)$", f.read(), re.M).group(1)
+
+    def sql(self, statement):
+        """Runs a statement as root; returns its rows as tuples of fields."""
+        login = ([f"--defaults-file={self.defaults}"] if self.defaults else ["-uroot"])
+        out = subprocess.run(["mariadb", *login, f"--socket={self.socket}", "-N", "-B",
+                              "-e", statement], check=True, capture_output=True,
+                             text=True).stdout
+        return {tuple(line.split("\t")) for line in out.split("\n") if line}
+
+
+def mariadb_objects(server):
+    return (server.sql("SELECT schema_name FROM information_schema.schemata"),
+            server.sql("SELECT user, host, is_role FROM mysql.user"))
+
+
+def mariadb_drop_new_objects(server, before):
+    databases, accounts = mariadb_objects(server)
+    for (db,) in sorted(databases - before[0]):
+        server.sql(f"DROP DATABASE `{db}`")
+    for user, host, is_role in sorted(accounts - before[1]):
+        server.sql(f"DROP ROLE `{user}`" if is_role == "Y" else f"DROP USER `{user}`@`{host}`")
+    # A page removes the anonymous accounts: the next one finds them again.
+    for user, host, is_role in sorted(before[1] - accounts):
+        if user == "":
+            server.sql(f"CREATE USER ''@`{host}`")
+
+
 class Scratch:
     """One file's world: HOME, the current folder, stubs, shell state."""
 
-    def __init__(self, root, name, clock, source_dir, pg, package=True):
+    def __init__(self, root, name, clock, source_dir, pg, package=True, maria=None):
         self.dir = tempfile.mkdtemp(prefix=f"{name}.", dir=root)
         self.home = os.path.join(self.dir, "home")
         self.work = os.path.join(self.dir, "work")
@@ -230,10 +303,22 @@ class Scratch:
         with open(self.cwd, "w") as f:
             f.write(self.work)
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("CLOCK_", "XDG_", "PG"))}
+               if not k.startswith(("CLOCK_", "XDG_", "PG", "MYSQL", "MARIADB"))}
         env.update(HOME=self.home, PATH=f"{clock_dir}:{env.get('PATH', '/usr/bin:/bin')}",
                    LC_ALL="C.UTF-8")
         env.pop("TERM", None)
+        if maria:
+            # As /etc/mysql/my.cnf would on the server: where the server is.
+            etc_mysql = os.path.join(self.dir, "etc-mysql")
+            os.makedirs(etc_mysql)
+            with open(os.path.join(etc_mysql, "my.cnf"), "w") as f:
+                f.write(f"[client]\nsocket={maria.socket}\nport={maria.port}\n")
+            env.update(MARIADB_HOME=etc_mysql)
+            if maria.defaults:
+                # The administrator's own login, for the mariadb client only.
+                mycnf = os.path.join(self.home, ".my.cnf")
+                with open(os.open(mycnf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                    f.write(f"[mariadb-client]\nuser=root\npassword={maria.root_password()}\n")
         if pg:
             env.update(PGHOST=pg[0], PGPORT=pg[1])
             self.pg = pg
@@ -279,6 +364,27 @@ def missing_password_problems(clock, pg, root):
                               env=env, capture_output=True, text=True, timeout=60)
         said = proc.stdout + proc.stderr
         for wanted in ("no password supplied", "~/.pgpass", f"'{line}'", "login postgres"):
+            if wanted not in said:
+                problems.append(f"clock {args[0]} without a password does not say {wanted!r}:\n{said}")
+        if proc.returncode != code:
+            problems.append(f"clock {args[0]} without a password exits {proc.returncode}, not {code}")
+    return problems
+
+
+def mariadb_missing_password_problems(clock, maria, root):
+    """The same for MariaDB: a login over TCP that sends no password (error
+    1045, "using password: NO") must be told the option file, the group and
+    the login."""
+    home = tempfile.mkdtemp(prefix="no-my-cnf.", dir=root)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CLOCK_", "XDG_", "PG", "MYSQL", "MARIADB"))}
+    env.update(HOME=home, LC_ALL="C.UTF-8")
+    problems = []
+    for args, code in ((["check"], 78), (["init"], 78)):
+        proc = subprocess.run([clock, "--database", f"mariadb://root@127.0.0.1:{maria.port}/mysql",
+                               *args], env=env, capture_output=True, text=True, timeout=60)
+        said = proc.stdout + proc.stderr
+        for wanted in ("using password: NO", "~/.my.cnf", "[clock]", "password=", "login root"):
             if wanted not in said:
                 problems.append(f"clock {args[0]} without a password does not say {wanted!r}:\n{said}")
         if proc.returncode != code:
@@ -348,6 +454,13 @@ def run_as_user(args, pg):
     user = pwd.getpwnam(args.also_as)
     env = {k: v for k, v in os.environ.items() if k != "PGPASSFILE"}
     passfile = os.environ.get("CLOCK_TEST_PG_PASSFILE")
+    maria_copy = None
+    if args.server == "mariadb" and os.environ.get("CLOCK_TEST_MARIADB_DEFAULTS"):
+        fd, maria_copy = tempfile.mkstemp(prefix="doc-test-my-cnf.")
+        with os.fdopen(fd, "w") as f, open(os.environ["CLOCK_TEST_MARIADB_DEFAULTS"]) as original:
+            f.write(original.read())
+        os.chown(maria_copy, user.pw_uid, user.pw_gid)
+        env.update(CLOCK_TEST_MARIADB_DEFAULTS=maria_copy)
     if pg and passfile:
         fd, copy = tempfile.mkstemp(prefix="doc-test-pgpass.")
         with os.fdopen(fd, "w") as f, open(passfile) as original:
@@ -358,12 +471,15 @@ def run_as_user(args, pg):
     argv = ["runuser", "-u", args.also_as, "--", "env", *[f"{k}={v}" for k, v in env.items()],
             # Not sys.executable: it may live where the user cannot go (/root).
             "python3", os.path.abspath(__file__), "--clock", os.path.abspath(args.clock),
+            "--server", args.server,
             "--without-package", *[os.path.abspath(f) for f in args.files]]
     try:
         return subprocess.run(argv, cwd="/").returncode
     finally:
         if pg and passfile:
             os.unlink(copy)
+        if maria_copy:
+            os.unlink(maria_copy)
 
 
 def main():
@@ -372,15 +488,37 @@ def main():
     ap.add_argument("--man", help="check the files' exit-code tables against this man page")
     ap.add_argument("--also-as", metavar="USER",
                     help="as root: run the files again as USER, without the package")
+    ap.add_argument("--server", choices=("postgres", "mariadb"), default="postgres",
+                    help="the server that db.example names: the throwaway PostgreSQL "
+                         "(with-postgres.sh) or MariaDB (with-mariadb.sh)")
     ap.add_argument("--without-package", action="store_true",
                     help="no /etc/clock/clock.toml until a block writes one")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     clock = os.path.abspath(args.clock)
     source_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    pg = pg_server()
+    maria = None
+    if args.server == "mariadb":
+        pg = None
+        if os.environ.get("CLOCK_TEST_MARIADB_SOCKET"):
+            maria = MariaServer()
+    else:
+        pg = pg_server()
+    server = pg or maria
+    server_name = "MariaDB" if args.server == "mariadb" else "PostgreSQL"
     root = tempfile.mkdtemp(prefix="clock-doc-test.")
     failed, skipped, ran, marked = [], [], 0, 0
+    if maria and not maria.defaults:
+        why = "the MariaDB server lets root in without a password (run under CLOCK_TEST_MARIADB_AUTH=password)"
+        if is_ci():
+            failed.append("server")
+            print(f"FAILED: {why}")
+        else:
+            print(f"warning: {why}: a missing password step would pass")
+    elif maria:
+        for problem in mariadb_missing_password_problems(clock, maria, root):
+            failed.append("missing password")
+            print(f"FAILED: {problem}")
     if pg and not os.environ.get("CLOCK_TEST_PG_PASSFILE"):
         why = "the PostgreSQL server trusts every login (run under CLOCK_TEST_PG_AUTH=password)"
         if is_ci():
@@ -400,18 +538,23 @@ def main():
                     failed.append(f"{path}:{line}")
                     print(f"{path}:{line}: FAILED: exit {code} is not in the man page's EXIT STATUS")
         scratch = Scratch(root, os.path.basename(path), clock, source_dir, pg,
-                          package=not args.without_package)
+                          package=not args.without_package, maria=maria)
         before = server_objects(pg) if pg else None
+        maria_before = mariadb_objects(maria) if maria else None
         for block in read_blocks(path):
             if block.lang not in SHELL_LANGS and block.lang != "crontab":
                 continue
+            if block_server(path, block) != args.server:
+                continue  # the other server's run has it
             if block.directive == "skip":
                 print(f"{block.where()}: skipped (doc-test: skip)")
                 marked += 1
                 continue
             expect = expected_exit(block.directive, block.where())
-            if "db.example" in block.text and not pg:
-                why = "no PostgreSQL server (CLOCK_TEST_PG_URL unset)"
+            if "db.example" in block.text and not server:
+                why = (f"no {server_name} server (" +
+                       ("CLOCK_TEST_MARIADB_SOCKET" if maria is None and args.server == "mariadb"
+                        else "CLOCK_TEST_PG_URL") + " unset)")
                 if is_ci():
                     failed.append(block.where())
                     print(f"{block.where()}: FAILED: {why}; CI=true, so this is a failure")
@@ -437,6 +580,8 @@ def main():
                 print(f"{block.where()}: FAILED: {report}\n--- the block\n{block.text}---")
         if before is not None:
             drop_new_objects(pg, before)
+        if maria_before is not None:
+            mariadb_drop_new_objects(maria, maria_before)
     if args.also_as and os.geteuid() == 0:
         code = run_as_user(args, pg)
         if code not in (0, 77):

@@ -15,6 +15,15 @@
 #   CLOCK_TEST_MARIADB_LOG     the server's error log
 #   CLOCK_TEST_MARIADB_RUN_AS  the user the server runs as
 #
+# With CLOCK_TEST_MARIADB_AUTH=password every login needs its password, as on
+# a server set up for real (the documentation tests, tests/docs): root has a
+# random native password (on the socket, unix_socket still lets the system's
+# root in, as Debian's default is), TCP's root the same password, and the
+# anonymous account ''@'localhost' that a fresh install may have is there.
+# Then also exported:
+#   CLOCK_TEST_MARIADB_DEFAULTS  an option file (mode 0600) with root's user,
+#                                password and socket in [client]
+#
 # Without mariadbd installed: with CI=true this fails; else it warns and runs
 # CMD without the URL, so the MariaDB tests report themselves skipped.
 #
@@ -152,6 +161,19 @@ fi
   "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
    GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;" ||
   die "cannot create the TCP root account"
+
+if [[ ${CLOCK_TEST_MARIADB_AUTH:-} == password ]]; then
+  root_password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+  "$client_bin" --protocol=socket --socket="$socket" -uroot -e \
+    "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket
+       OR mysql_native_password USING PASSWORD('$root_password');
+     ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '$root_password';
+     CREATE USER IF NOT EXISTS ''@'localhost';" ||
+    die "cannot give root a password"
+  (umask 077 && printf '[client]\nuser=root\npassword=%s\nsocket=%s\n' "$root_password" "$socket" \
+    >"$dir/root.cnf")
+  export CLOCK_TEST_MARIADB_DEFAULTS=$dir/root.cnf
+fi
 
 export CLOCK_TEST_MARIADB_URL="mariadb://root@localhost/?socket=$socket"
 export CLOCK_TEST_MARIADB_TCP_URL="mariadb://root@127.0.0.1:$port/"

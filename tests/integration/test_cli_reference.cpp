@@ -1,4 +1,4 @@
-// The reference agrees with the binary (issue 29, 47): every option that
+// The reference agrees with the binary: every option that
 // `clock --help` and each `clock COMMAND --help` list is in man/clock.1 and
 // every option the man page documents for a command is in its --help; every
 // setting is alike in `clock config`, config/clock.toml and the man page's

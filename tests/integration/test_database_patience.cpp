@@ -1,4 +1,4 @@
-// A database that cannot be reached is given a bounded patience (issue 42):
+// A database that cannot be reached is given a bounded patience:
 // a run or acquire without -w gives up with 69 once the trouble has lasted
 // database_patience (5m by default; --db-patience, "forever"), saying so in
 // one line and pinging /fail; and trouble that ends in success prints

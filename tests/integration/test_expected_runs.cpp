@@ -1,4 +1,4 @@
-// Missed runs (man clock, COMMANDS, issue 33): a resource's expected period, declared by
+// Missed runs (man clock, COMMANDS): a resource's expected period, declared by
 // `clock run --once-per D` or `--every D`, makes a period with no successful
 // run visible: status shows the last success and OVERDUE, `clock missed`
 // lists the missed periods and exits as a Nagios check (2 overdue, 1 missed

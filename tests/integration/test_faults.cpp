@@ -1,4 +1,4 @@
-// Faults on both backends (man clock, GUARANTEES, issue 7): clock killed or paused while it
+// Faults on both backends (man clock, GUARANTEES): clock killed or paused while it
 // holds a lease, releases racing acquires for tokens, gc collecting while
 // processes contend, and a client whose clock is an hour wrong. Each test
 // breaks something on purpose and checks that mutual exclusion, the lease's

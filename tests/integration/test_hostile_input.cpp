@@ -1,4 +1,4 @@
-// Hostile input (issue 7): names that look like SQL, hold quotes, wildcards,
+// Hostile input: names that look like SQL, hold quotes, wildcards,
 // control or non-UTF-8 bytes, or run to 10 KB are refused with exit 64 and
 // one line that cannot drive the terminal; the same bytes in a command line
 // are data: stored and shown faithfully (JSON) or escaped (tables), never

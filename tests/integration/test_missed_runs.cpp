@@ -1,4 +1,4 @@
-// Runs that did not happen are history (man clock, GUARANTEES, issue 16): `clock run`
+// Runs that did not happen are history (man clock, GUARANTEES): `clock run`
 // refused under -n records `skipped`, one that gave up after -w records
 // `timed_out`, each naming who was in the way; `clock history --event KIND`
 // shows one kind. `clock acquire` refusals are not runs and record nothing.

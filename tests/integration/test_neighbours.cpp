@@ -1,4 +1,4 @@
-// No neighbour can stall the lock table (issue 28): a local user who can
+// No neighbour can stall the lock table: a local user who can
 // only read a SQLite database, a file another user planted where the caller
 // looks, odd but accepted input (a month-long TTL, thousands of resources, a
 // namespace holding ESC) and a database URL libpq refuses. The users are

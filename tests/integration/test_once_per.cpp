@@ -1,4 +1,4 @@
-// --once-per D (man clock, COMMANDS, issue 16): a job started by every host runs at most
+// --once-per D (man clock, COMMANDS): a job started by every host runs at most
 // once successfully per period, decided on the database's clock, whatever the
 // hosts' clocks say; the requests that find the period done exit 0 without
 // running and are recorded as skipped naming the run that did it; a run that

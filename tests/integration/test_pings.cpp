@@ -1,4 +1,4 @@
-// clock run --ping (man clock, COMMANDS, issue 33): the host that runs the job pings
+// clock run --ping (man clock, COMMANDS): the host that runs the job pings
 // /start and /<exit status> (with the tail of its stderr), the hosts that
 // skip because another ran send nothing, a host that cannot reach the
 // database pings /fail; a ping never changes the exit status and never adds

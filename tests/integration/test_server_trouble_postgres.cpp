@@ -1,4 +1,4 @@
-// Server trouble is waited out, not fatal (issues 14 and 15): a server that
+// Server trouble is waited out, not fatal (docs/server-trouble.md): a server that
 // restarts or is full under a waiter, directly and through pgbouncer; -n with
 // the server down behind pgbouncer returns 69 instead of waiting in the
 // pooler's queue; a release whose connection breaks is looked up and takes

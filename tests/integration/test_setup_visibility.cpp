@@ -1,4 +1,4 @@
-// What a newcomer needs to see (issue 29): `-n` as quiet as `flock -n` under
+// What a newcomer needs to see: `-n` as quiet as `flock -n` under
 // cron, which database a command used and why (`-v`, `clock config`, the
 // status header), and `clock check`, which exits 0 when a host is set up.
 #include <filesystem>

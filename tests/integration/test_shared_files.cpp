@@ -1,4 +1,4 @@
-// Several users on one host (issue 17): a SQLite database shared by a group
+// Several users on one host: a SQLite database shared by a group
 // in a setgid folder, the errors that name the file in the way and the fix,
 // and configuration fallbacks a user may not read. The users are numeric ids
 // with no passwd entry (setpriv), so the tests need root; they skip otherwise.
@@ -76,7 +76,7 @@ fs::path root_only_config(const TestEnv& env, unsigned folder_mode) {
 }
 
 // The file may name the shared database: going on with the local default
-// would lock where no other host looks (issue 27, row 7).
+// would lock where no other host looks.
 void unreadable_config_is_an_error(const TestEnv& env, const fs::path& config) {
   const std::string own_db = "sqlite:" + env.path("own/clock.db").string();
   const std::map<std::string, std::string> no_database = {{"CLOCK_DATABASE_URL", k_unset}};

@@ -1,4 +1,4 @@
-// Siblings never refuse each other (issue 42): resources that share a
+// Siblings never refuse each other: resources that share a
 // top-level name but are not related (fleet.job1 … fleet.job6) never
 // conflict, so `clock run -n` on one is never refused because another clock
 // is writing next door at that instant (a sibling's grant, release or

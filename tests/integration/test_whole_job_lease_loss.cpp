@@ -1,5 +1,5 @@
 // A lease lost by expiry ends the whole job before another holder can start
-// (issue 32, docs/whole-job.md): the holder cannot renew (SQLite: another
+// (docs/whole-job.md): the holder cannot renew (SQLite: another
 // connection holds the write lock; PostgreSQL: the server is stopped), so
 // clock stops every process of the job, those that left its group or
 // session included, before its TTL runs out, and exits 79; the next holder,

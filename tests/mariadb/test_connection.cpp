@@ -376,7 +376,7 @@ TEST_SUITE("mariadb connection") {
   }
 
   TEST_CASE("one CALL is one transaction: its result comes back, and a failure undoes it all") {
-    // The shape of every lock procedure to come (docs/mariadb.md): an exit
+    // The shape of every lock procedure (docs/internals/mariadb.md): an exit
     // handler that rolls back, READ COMMITTED for the next transaction only,
     // the hierarchy slot written first, one result row after the COMMIT.
     Connection connection(options_for(fresh_database()));

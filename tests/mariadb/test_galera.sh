@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clock on a multi-writer Galera cluster (issue 31): real clock processes
+# clock on a multi-writer Galera cluster (docs/galera.md): real clock processes
 # bound to different nodes of the three-node cluster of
 # tests/helpers/with-galera.sh, every node taking writes at once.
 # 1. 6 loops, loop i bound to node i%3+1, each CLOCK_TEST_GALERA_RUNS runs

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renewals in the same second as the grant and as each other never read as
-# a loss (issue 30: ShedLock-style "0 rows changed" on a DATETIME(0) column
+# a loss (ShedLock-style "0 rows changed" on a DATETIME(0) column
 # is the bug this guards against): a job under a 1 s TTL, renewed every
 # third of it (333 ms), runs 60 s on MariaDB and ends with exit 0, its
 # lease released, never lost, the same token throughout.

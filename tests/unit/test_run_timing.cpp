@@ -95,7 +95,7 @@ TEST_CASE("the suggested TTL is rounded up to whole seconds and is accepted") {
 }
 
 // --ttl alone scales --heartbeat and --kill-after with it: the suggestion is
-// what works when typed as --ttl alone (issue 29: 200ms suggested 211ms,
+// what works when typed as --ttl alone (once, 200ms suggested 211ms,
 // which suggested 222ms; 223ms is the first that works).
 TEST_CASE("the TTL suggested for default timings is accepted with the defaults it brings") {
   using clk::run::default_heartbeat;

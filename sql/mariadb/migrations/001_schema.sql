@@ -1,9 +1,7 @@
--- clock schema for MariaDB (and MySQL), version 1: the tables of the lock
--- model in the current shape of PostgreSQL's (sql/postgres/migrations
--- 001-013 together), and the server clock. WORK IN PROGRESS (issue 30): the
--- procedures that grant, renew and release are not written yet; nothing
--- but `clock init` uses these tables, and clock refuses mysql:// URLs
--- outside its tests (src/store/mariadb_loader.cpp).
+-- clock schema for MariaDB, version 1: the tables of the lock model in the
+-- shape of PostgreSQL's (sql/postgres/migrations 001-013 together), and the
+-- server clock. The procedures of sql/mariadb/procedures read and write
+-- them; the hosts' logins never touch them directly (sql/mariadb/roles.sql).
 --
 -- Tested on MariaDB 10.11. Every object lives in the URL's database,
 -- unqualified (MariaDB has no schemas within a database). MariaDB commits
@@ -14,8 +12,8 @@
 -- whole file ran, under GET_LOCK so two hosts migrating at once take turns.
 -- (That lock serialises migrations only; no grant depends on GET_LOCK.)
 --
--- Guarantees this file sets up, relied on by the procedures to come
--- (docs/mariadb.md):
+-- Guarantees this file sets up, relied on by the procedures
+-- (docs/internals/mariadb.md):
 -- * Every time is a BIGINT of microseconds since 1970-01-01 UTC from the
 --   server's clock: clock_now_us(), from UTC_TIMESTAMP(6), which no session
 --   time zone changes and which keeps microseconds whatever a column's
@@ -35,7 +33,7 @@
 --   segment), as on PostgreSQL (013), plus a `writes` counter: every grant
 --   UPDATEs its slot's row (not only locks it), so that on a multi-writer
 --   Galera cluster two conflicting grants on different nodes write the same
---   row and certification aborts one (issue 31). Slot -1 is the deadlock
+--   row and certification aborts one (docs/galera.md). Slot -1 is the deadlock
 --   search's.
 -- * db_user is the login behind a row (USER(), which a SQL SECURITY DEFINER
 --   procedure does not change), written by the procedures; the app user gets
@@ -77,7 +75,7 @@ CREATE TABLE IF NOT EXISTS leases (
 -- lifetime past its last refresh; a dead entry blocks nobody and gc removes
 -- it. On one server AUTO_INCREMENT values follow the order of the inserts
 -- (each made under its hierarchy's row lock); on Galera they interleave by
--- node, so the queue order there must come from elsewhere (docs/mariadb.md).
+-- node, yet keep arrival order where it matters (docs/internals/mariadb.md).
 CREATE TABLE IF NOT EXISTS waiters (
   position         BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
   namespace        VARBINARY(255) NOT NULL,

@@ -76,7 +76,7 @@ CREATE OR REPLACE FUNCTION clock_rec_owner(p_owner VARCHAR(64))
 
 -- Writes (locks) the hierarchy_locks rows of a request's hierarchies, one at
 -- a time in slot order, so that two calls never wait for each other in a
--- cycle; held until the transaction ends (docs/mariadb.md: the slot row is
+-- cycle; held until the transaction ends (docs/internals/mariadb.md: the slot row is
 -- written first).
 CREATE OR REPLACE PROCEDURE clock_rec_lock_slots(IN p_namespace VARBINARY(255),
                                                  IN p_resources LONGTEXT)

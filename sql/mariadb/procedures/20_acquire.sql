@@ -34,7 +34,7 @@
 -- Then the status packet. Bad arguments: SQLSTATE 22023 with PostgreSQL's
 -- message, as the other procedures.
 --
--- How one CALL serialises with the others (docs/mariadb.md): READ
+-- How one CALL serialises with the others (docs/internals/mariadb.md): READ
 -- COMMITTED for its one transaction; the slot rows of the request's
 -- hierarchies (clock_rec_slot, the same slots as renew and release) written
 -- first, in slot order, so two calls never wait for each other in a cycle;

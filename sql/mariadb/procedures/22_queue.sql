@@ -11,7 +11,7 @@
 -- Queue order is the AUTO_INCREMENT position: every insert into a
 -- hierarchy's queue happens under its slot row and commits before the row
 -- is released, so on one server positions follow the order in which grants
--- see entries (on Galera they would not: issue 31, docs/mariadb.md).
+-- see entries (on Galera too, where order matters: docs/internals/mariadb.md).
 
 -- Enters (or keeps) the owner in the queue of every resource of a blocked
 -- request. A live entry keeps its position and is rewritten only when half
@@ -64,7 +64,7 @@ END;
 
 -- Removes the owner queue entries for the resources of a request (granted,
 -- deadlocked, or its period done). No wake-up to send: MariaDB has no
--- NOTIFY; waiters poll (docs/mariadb.md).
+-- NOTIFY; waiters poll (docs/internals/mariadb.md).
 CREATE OR REPLACE PROCEDURE clock_acq_dequeue(IN p_namespace VARBINARY(255),
                                               IN p_resources LONGTEXT,
                                               IN p_owner CHAR(36) CHARACTER SET ascii)

@@ -23,7 +23,7 @@
 -- out as a JSON string ("now": "1795…"); CAST(v AS SIGNED) makes it a number.
 --
 -- Differences from PostgreSQL: no NOTIFY (MariaDB has none: the first
--- waiter polls, docs/mariadb.md), so nothing is sent on a release; no
+-- waiter polls, docs/internals/mariadb.md), so nothing is sent on a release; no
 -- fast path in release (one general path; its cost is a bench question).
 
 -- renew(p_namespace, p_resources, p_owner, p_tokens, p_ttl_ms, p_secret,

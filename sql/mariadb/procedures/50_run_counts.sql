@@ -6,7 +6,7 @@
 -- the procedure that writes a counted history row also counts it, in the
 -- same transaction (clock_rec_count_run, clock_rec_lease_event and
 -- clock_rec_missed in 15_records_util.sql): one place writes both, as
--- docs/mariadb.md decides. So every procedure that inserts history rows of
+-- docs/internals/mariadb.md decides. So every procedure that inserts history rows of
 -- the counted outcomes ('acquired', 'skipped', 'timed_out', 'lost',
 -- 'killed', 'forced') must go through those helpers (or call
 -- clock_rec_count_run itself) — the acquire side included.

@@ -1,6 +1,6 @@
 // The entry points that the MariaDB module (clock-mariadb.so) exports.
 // mariadb_loader.cpp, in the clock binary, dlopens the module only for a
-// mysql:// or mariadb:// URL, and (until issue 30 is done) only in tests.
+// mysql:// or mariadb:// URL.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // The MariaDB option files that Connector/C reads for clock (the [client]
 // and [clock] groups, or the URL's option-group): each is checked before a
-// connection reads it, as libpq checks ~/.pgpass (docs/mariadb.md, "Option
-// files"). Whoever can write one chooses plugin-dir and default-auth, so the
+// connection reads it, as libpq checks ~/.pgpass (docs/mariadb.md, "When
+// something goes wrong"). Whoever can write one chooses plugin-dir and default-auth, so the
 // code that runs inside clock; whoever can read one holding a password has
 // the login.
 #pragma once

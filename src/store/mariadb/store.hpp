@@ -1,5 +1,5 @@
-// The MariaDB store (store.cpp). Reached only from the tests while issue 30
-// is open (mariadb_loader.cpp).
+// The MariaDB store (store.cpp), opened by the module's entry point
+// (module.cpp) for a mysql:// or mariadb:// URL.
 #pragma once
 
 #include <memory>

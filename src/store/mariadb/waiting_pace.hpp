@@ -5,7 +5,7 @@
 // job's waiters cost the server less; the hand-over takes half that),
 // and each later waiter looks less often the further back it stands and the
 // longer the queue stands still, so 200 waiters cost the server a few dozen
-// statements a second, most of them the first waiter's (docs/mariadb.md).
+// statements a second, most of them the first waiter's (docs/internals/mariadb.md).
 #pragma once
 
 #include <chrono>

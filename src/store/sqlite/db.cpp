@@ -123,7 +123,7 @@ bool create_shareable(const std::string& path) {
 // page, and a run writes some 19 pages and reads most of the file: with
 // SQLite's default 4096 bytes that was a seventh of an uncontended `clock
 // run`'s instructions. The tables hold small rows (a lease is about 230
-// bytes), so 1024 fits several per page. docs/performance.md (issue 18) has
+// bytes), so 1024 fits several per page. docs/performance.md has
 // the measurements; a database created before keeps its page size.
 constexpr int k_new_page_size = 1024;
 
