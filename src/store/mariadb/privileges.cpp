@@ -41,7 +41,8 @@ std::vector<std::string> missing_run_privileges(Connection& connection) {
                     routine +
                     ", which clock run needs: grant it clock_app (GRANT clock_app TO <login>; "
                     "SET DEFAULT ROLE clock_app FOR <login>, after running "
-                    "sql/mariadb/roles.sql in the clock database as its owner)");
+                    "sql/mariadb/roles.sql in the clock database as root, a login that may "
+                    "create roles)");
   }
   return lines;
 }
