@@ -25,7 +25,7 @@ h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}
 #database{font:13px ui-monospace,monospace;color:#445;margin-left:.6em}
 table{border-collapse:collapse;width:100%;background:#fff}
 td,th{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;font-size:13px}
-th{background:#eee}.mono{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
+th{background:#eee}#holders td:nth-child(-n+4){white-space:nowrap}.mono{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 .muted{color:#777}.overdue{color:#b00;font-weight:bold}
 #controls button{margin-right:4px}#zoom button.on{font-weight:bold;background:#334;color:#fff}
 .group{margin-top:6px;font-weight:bold;color:#445}

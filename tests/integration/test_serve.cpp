@@ -235,7 +235,8 @@ void fleet_scripts(const TestEnv& env) {
       {"backup-offsite", "exec sleep 600"}};
   std::filesystem::create_directories(env.path("bin"));
   for (const auto& [name, body] : scripts) {
-    write_file(env.path("bin/" + name), "#!/bin/sh\n" + body + "\n");
+    // A job's own time is real: libfaketime (on_host) speeds up clock's.
+    write_file(env.path("bin/" + name), "#!/bin/sh\nunset LD_PRELOAD FAKETIME\n" + body + "\n");
     std::filesystem::permissions(env.path("bin/" + name), std::filesystem::perms::owner_all);
   }
 }
@@ -254,14 +255,22 @@ std::vector<std::unique_ptr<Process>> make_fleet(const TestEnv& env) {
     REQUIRE(result.status == status);
     return result;
   };
+  // Each night job's clock runs 1000 times as fast as the job: a second
+  // of the job is about 17 minutes of its lease (--ttl 3h covers it).
   // libfaketime takes one unit: minutes.
-  ran("db1", "-300m", {"run", "-r", "backup.db", "--", "backup-db", "--full"});
-  ran("ldap1", "-270m", {"run", "-r", "ldap.import", "--", "ldap-import", "/srv/ldap/people.ldif"},
-      3);
-  for (const char* web : {"web1", "web2", "web10"})
-    ran(web, "-240m", {"run", "-r", "cron.logrotate", "--", "logrotate", "/etc/logrotate.conf"});
-  ran("db1", "-210m", {"run", "-r", "reports.shard10", "--", "make-report", "--shard", "10"});
-  ran("db2", "-180m", {"run", "-r", "reports.shard2", "--", "make-report", "--shard", "2"});
+  auto night = [&](const std::string& host, const std::string& ago, const std::string& resource,
+                   std::vector<std::string> command, int status = 0) {
+    std::vector<std::string> args = {"run", "--ttl", "3h", "-r", resource, "--"};
+    args.insert(args.end(), command.begin(), command.end());
+    ran(host, "-" + ago + " x1000", args, status);
+  };
+  night("db1", "300m", "backup.db", {"backup-db", "--full"});
+  night("ldap1", "270m", "ldap.import", {"ldap-import", "/srv/ldap/people.ldif"}, 3);
+  night("web1", "245m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
+  night("web2", "240m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
+  night("web10", "235m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
+  night("db1", "210m", "reports.shard10", {"make-report", "--shard", "10"});
+  night("db2", "180m", "reports.shard2", {"make-report", "--shard", "2"});
   // `clock acquire --format shell` on a host, and a renewal later that
   // finds the lease gone (77), which records it lost.
   auto holder = [&](const std::string& host, const std::string& offset, const std::string& resource,
@@ -279,23 +288,26 @@ std::vector<std::unique_ptr<Process>> make_fleet(const TestEnv& env) {
     REQUIRE(result.status == 77);
   };
   // A deploy whose lock an operator forced: the holder finds it lost after.
-  auto deploy = holder("web2", "-120m", "deploy.web", "10m");
-  ran("ops1", "-120m", {"release", "--force", "-r", "deploy.web"});
-  renew_lost("web2", "-120m", "deploy.web", deploy);
-  // A lease that expired under its holder.
-  auto cache = holder("cache1", "-90m", "cache.warm", "1s");
-  std::this_thread::sleep_for(1500ms);
-  renew_lost("cache1", "-90m", "cache.warm", cache);
+  auto deploy = holder("web2", "-130m", "deploy.web", "1h");
+  ran("ops1", "-110m", {"release", "--force", "-r", "deploy.web"});
+  renew_lost("web2", "-108m", "deploy.web", deploy);
+  // A lease that expired under its holder, who renews too late.
+  auto cache = holder("cache1", "-95m", "cache.warm", "10m");
+  renew_lost("cache1", "-80m", "cache.warm", cache);
   // Now: a semaphore of 5 with two holders, a job held with a waiter, a
-  // skipped run.
+  // skipped run. They started a while ago (their clocks that far behind,
+  // their leases long enough for it).
   std::vector<std::unique_ptr<Process>> now;
-  for (const char* render : {"render1", "render2"}) {
-    now.push_back(env.spawn(on_host(
-        env, render, "",
-        {"run", "-r", "pool.render", "--slots", "5", "--", "render-frames", "--scene", render})));
+  const std::vector<std::pair<std::string, std::string>> renders = {{"render1", "-40m"},
+                                                                    {"render2", "-12m"}};
+  for (const auto& [render, ago] : renders) {
+    now.push_back(env.spawn(on_host(env, render, ago,
+                                    {"run", "--ttl", "2h", "-r", "pool.render", "--slots", "5",
+                                     "--", "render-frames", "--scene", render})));
   }
   now.push_back(env.spawn(
-      on_host(env, "db1", "", {"run", "-r", "backup.offsite", "--", "backup-offsite", "s3"})));
+      on_host(env, "db1", "-25m",
+              {"run", "--ttl", "2h", "-r", "backup.offsite", "--", "backup-offsite", "s3"})));
   REQUIRE(await([&] { return env.status()["holders"].size() == 3; }, 30s, 100ms));
   now.push_back(env.spawn(on_host(
       env, "web1", "", {"run", "-w", "2h", "-r", "backup.offsite", "--", "backup-offsite", "s3"})));
@@ -821,7 +833,7 @@ TEST_SUITE("serve") {
     CHECK(good.find("data-exit=\"0\"") != std::string::npos);
     CHECK(has_utc(good, "\nstart "));
     CHECK(has_utc(good, "\nend "));
-    CHECK(good.find("\nduration 1s\n") != std::string::npos);
+    CHECK(std::regex_search(good, std::regex("\nduration \\d+m( \\d+s)?\n")));
     CHECK(good.find("\nexit 0\n") != std::string::npos);
     const auto failed = only_bar(night, "ldap.import");
     INFO(failed);
@@ -829,7 +841,7 @@ TEST_SUITE("serve") {
     CHECK(failed.find("data-exit=\"3\"") != std::string::npos);
     CHECK(has_utc(failed, "\nstart "));
     CHECK(has_utc(failed, "\nend "));
-    CHECK(std::regex_search(failed, std::regex("\nduration \\d+ms\n")));
+    CHECK(std::regex_search(failed, std::regex("\nduration \\d+m( \\d+s)?\n")));
     CHECK(failed.find("\nexit 3\n") != std::string::npos);
     CHECK(only_bar(night, "deploy.web").find("data-outcome=\"forced\"") != std::string::npos);
     CHECK(only_bar(night, "cache.warm").find("data-outcome=\"lost\"") != std::string::npos);
@@ -888,7 +900,7 @@ TEST_SUITE("serve") {
     CHECK(field("outcome") == "failed");
     CHECK(std::regex_match(field("start"), utc_time));
     CHECK(std::regex_match(field("end"), utc_time));
-    CHECK(std::regex_match(field("duration"), std::regex("\\d+ms")));
+    CHECK(std::regex_match(field("duration"), std::regex("\\d+m( \\d+s)?")));
     CHECK(field("exit") == "3");
     CHECK(field("host") == "ldap1");
 
