@@ -81,8 +81,9 @@ Action register_serve(CLI::App& app) {
                    "The newest history events the timeline reads per refresh (default 10000)")
       ->check(CLI::Range(100, 1'000'000));
   command->footer(
-      "Pages: / (holders, waiters, overdue runs and a timeline of holds), /status.json\n"
-      "(as clock status --format json), /history.json?resource=PREFIX&since=D&limit=N\n"
+      "Pages: / (holders, waiters, overdue runs and a timeline of holds; its address keeps\n"
+      "#zoom=15m..7d&prefix=P&host=H), /status.json (as clock status --format json, and\n"
+      "\"database\"), /history.json?resource=PREFIX&since=D&limit=N\n"
       "(as clock history --format json), /timeline.json, /metrics (as clock status\n"
       "--format prometheus) and /healthz (no authentication). Read-only: it grants,\n"
       "releases and writes nothing, and shows no owner secret or password. The database\n"
