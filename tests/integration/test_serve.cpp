@@ -497,6 +497,25 @@ TEST_SUITE("serve") {
           std::string::npos);
   }
 
+  TEST_CASE("a forced clock run is drawn forced, not lost") {
+    // Its holder then finds the lease gone and records it lost (on
+    // PostgreSQL with the token), which the timeline took for the cause.
+    TestEnv env;
+    auto held = env.spawn(
+        env.clock_command({"run", "--ttl", "3s", "-r", "deploy.web", "--", "sleep", "30"}));
+    REQUIRE(await([&] { return env.holders_of("deploy.web").size() == 1; }, 30s, 100ms));
+    REQUIRE_EXIT(env.clock({"release", "--force", "-r", "deploy.web"}), 0);
+    auto ended = held->wait(30s);
+    INFO(ended.describe());
+    CHECK(ended.status == 79);
+    Served served(env);
+    const auto timeline = nlohmann::json::parse(served.body("/timeline.json"));
+    INFO(timeline.dump(2));
+    REQUIRE(timeline["intervals"].size() == 1);
+    CHECK(timeline["intervals"][0]["outcome"] == "forced");
+    CHECK(timeline["intervals"][0]["by"].is_string());
+  }
+
   TEST_CASE("on PostgreSQL clock serve runs as clock_reader, which can take nothing" *
             only_on("postgres")) {
     TestEnv env;
