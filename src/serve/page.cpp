@@ -211,12 +211,17 @@ function drawExpected(status) {
   }
   if (!body.children.length) { const row = el("tr"); row.append(el("td", {colspan: 5, class: "muted"}, "no expected runs")); body.append(row); }
 }
+let shownHosts = "";
 function drawHosts(status, timeline) {
   const hosts = new Set([view.host].filter(Boolean));
   for (const list of [status.holders, status.waiters, timeline.intervals, timeline.marks]) for (const i of list) hosts.add(i.host);
-  const select = $("host");
-  select.replaceChildren(el("option", {value: ""}, "all hosts"));
-  for (const h of [...hosts].sort(natural)) select.append(el("option", {value: h}, h));
+  const select = $("host"), sorted = [...hosts].sort(natural);
+  // Rebuilt only when the hosts change: an open list would close at each refresh.
+  if (shownHosts !== JSON.stringify(sorted)) {
+    shownHosts = JSON.stringify(sorted);
+    select.replaceChildren(el("option", {value: ""}, "all hosts"));
+    for (const h of sorted) select.append(el("option", {value: h}, h));
+  }
   select.value = view.host;
 }
 function drawTimeline(timeline, status) {
