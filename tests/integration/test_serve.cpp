@@ -44,16 +44,18 @@ class Served {
                   const std::string& refresh = "1s",
                   const std::map<std::string, std::string>& extra_env = {})
       : m_env(env) {
+    // Each server of a test writes its address to a file of its own.
+    static int served = 0;
+    const std::string file = "serve" + std::to_string(++served) + ".url";
     std::string extra;
     for (const auto& flag : flags)
       extra += " '" + flag + "'";
     m_process =
         env.spawn(env.shell_command("exec \"$T_CLOCK\" serve --listen 127.0.0.1:0 --refresh " +
-                                        refresh + extra + " > \"$T_DIR/serve.url\"",
+                                        refresh + extra + " > \"$T_DIR/" + file + "\"",
                                     extra_env));
-    REQUIRE(await([&] { return read_file(env.path("serve.url")).find('\n') != std::string::npos; },
-                  30s));
-    m_url = read_file(env.path("serve.url"));
+    REQUIRE(await([&] { return read_file(env.path(file)).find('\n') != std::string::npos; }, 30s));
+    m_url = read_file(env.path(file));
     m_url = m_url.substr(m_url.find("http://"));
     m_url.pop_back();  // the newline
     if (m_url.ends_with('/'))
@@ -811,6 +813,13 @@ TEST_SUITE("serve") {
     // On SQLite the database's clock is the host's: libfaketime puts the
     // night's runs hours ago (a server's clock cannot be moved so).
     TestEnv env;
+    // The fleet's host names are UTS namespaces (unshare, as root or in a
+    // user namespace); a machine that allows neither cannot play the fleet.
+    if (auto probe = run(on_host(env, "probe", "", {"--version"}), env.path("output"), 30s);
+        probe.status != 0) {
+      MESSAGE("not run: unshare --uts fails here: " << probe.describe());
+      return;
+    }
     auto fleet = make_fleet(env);
     Served served(env);
     REQUIRE(await(
@@ -940,8 +949,10 @@ TEST_SUITE("serve") {
     }
   }
 
-  TEST_CASE("a banner says the database cannot be read, and goes when it can again" *
-            doctest::skip(backend_name() != "sqlite" || !std::filesystem::exists(chromium()))) {
+  TEST_CASE(
+      "a banner says the database cannot be read (removed, unreadable), and goes when it can "
+      "again" *
+      doctest::skip(backend_name() != "sqlite" || !std::filesystem::exists(chromium()))) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"run", "-r", "jobs.nightly", "--", "true"}), 0);
     Served served(env);
@@ -960,6 +971,31 @@ TEST_SUITE("serve") {
     INFO(back);
     CHECK(back.find("<div id=\"banner\" role=\"alert\" hidden=\"\"></div>") != std::string::npos);
     CHECK(lanes_of(back) == std::vector<std::string>{"jobs.nightly"});
+
+    // Made unreadable, then readable again, as a server without root's
+    // override of file permissions sees it.
+    std::string wrapper = "#!/bin/sh\nexec";
+    for (const auto& word : without_permission_override())
+      wrapper += " '" + word + "'";
+    wrapper += " '" + TestEnv::clock_binary() + "' \"$@\"\n";
+    write_file(env.path("clock-without-override"), wrapper);
+    std::filesystem::permissions(env.path("clock-without-override"),
+                                 std::filesystem::perms::owner_all);
+    Served plain(env, {}, "1s", {{"T_CLOCK", env.path("clock-without-override").string()}});
+    auto plain_healthz = [&] { return plain.get("/healthz", {"-w", "%{http_code}"}).out; };
+    std::filesystem::permissions(file, std::filesystem::perms::none);
+    REQUIRE(await([&] { return plain_healthz().ends_with("503"); }, 15s, 200ms));
+    const std::string unreadable = dump_dom(env, plain.url() + "/");
+    INFO(unreadable);
+    CHECK(unreadable.find("<div id=\"banner\" role=\"alert\">The database cannot be read: ") !=
+          std::string::npos);
+    std::filesystem::permissions(
+        file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    REQUIRE(await([&] { return plain_healthz() == "ok\n200"; }, 15s, 200ms));
+    const std::string readable = dump_dom(env, plain.url() + "/");
+    INFO(readable);
+    CHECK(readable.find("<div id=\"banner\" role=\"alert\" hidden=\"\"></div>") !=
+          std::string::npos);
   }
 
   TEST_CASE("the page names its database, never its password" *
