@@ -24,6 +24,9 @@
 #                      then each fuzz target briefly (FUZZ_CHECK_SECONDS each)
 #   make build-fuzz    the libFuzzer targets (clang, ASan + UBSan), in build-fuzz/
 #   make fuzz          each fuzz target for FUZZ_SECONDS (tests/fuzz/run.sh)
+#   make screenshot    docs/serve.png, README's picture of clock serve: a small fleet's
+#                      night (tests/integration/test_serve.cpp, "what happened
+#                      tonight") drawn by headless Chromium; needs chromium and libfaketime
 #   make format        clang-format the C++ sources in place
 #   make check-format  fail if any C++ source is not clang-formatted
 #   make package       the Debian package build-pkg/clock_*.deb (cpack -G DEB)
@@ -56,7 +59,7 @@ SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
 # The C++ sources, tracked or new, never those of a build directory.
 CXX_SOURCES = git ls-files --cached --others --exclude-standard -- '*.cpp' '*.hpp' ':(exclude)build*/**'
 
-.PHONY: deps build build-asan build-fuzz fuzz demo test check format check-format clean package bench
+.PHONY: deps build build-asan build-fuzz fuzz demo test check format check-format clean package bench screenshot
 
 deps:
 	packaging/install-deps.sh
@@ -154,6 +157,10 @@ TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-post
 
 test: build
 	tests/helpers/with-postgres.sh ctest --test-dir build $(CTEST_FLAGS) -R '$(TEST_LANE)'
+
+screenshot: build
+	CLOCK_TEST_BACKEND=sqlite CLOCK_BINARY=$(CURDIR)/build/clock CLOCK_TEST_SCREENSHOT=$(CURDIR)/docs/serve.png \
+	  build/tests/clock_integration_tests --test-suite=serve --test-case='*what happened tonight*'
 
 # Every directory a target here creates: build, build-asan, build-demo (make
 # demo), build-fuzz (make build-fuzz), build-pkg (make package) and

@@ -1,6 +1,7 @@
 // clock serve: the read-only status page, its JSON and /metrics over HTTP,
 // until SIGINT or SIGTERM.
 #include <csignal>
+#include <filesystem>
 #include <malloc.h>
 #include <pthread.h>
 #include <thread>
@@ -80,8 +81,9 @@ Action register_serve(CLI::App& app) {
                    "The newest history events the timeline reads per refresh (default 10000)")
       ->check(CLI::Range(100, 1'000'000));
   command->footer(
-      "Pages: / (holders, waiters, overdue runs and a timeline of holds), /status.json\n"
-      "(as clock status --format json), /history.json?resource=PREFIX&since=D&limit=N\n"
+      "Pages: / (holders, waiters, overdue runs and a timeline of holds; its address keeps\n"
+      "#zoom=15m..7d&prefix=P&host=H), /status.json (as clock status --format json, and\n"
+      "\"database\"), /history.json?resource=PREFIX&since=D&limit=N\n"
       "(as clock history --format json), /timeline.json, /metrics (as clock status\n"
       "--format prometheus) and /healthz (no authentication). Read-only: it grants,\n"
       "releases and writes nothing, and shows no owner secret or password. The database\n"
@@ -115,7 +117,25 @@ Action register_serve(CLI::App& app) {
     snapshot_options.ns = site.ns;
     snapshot_options.refresh = refresh;
     snapshot_options.timeline_events = options->timeline_events;
-    serve::Snapshots snapshots([&context] { return context.open_store(); }, snapshot_options);
+    snapshot_options.database = store::mask_password(context.settings.database_url);
+    const auto& url = context.settings.database_url;
+    snapshot_options.reopen_each_read = store::backend_of(url) == store::Backend::sqlite;
+    const std::string sqlite_file =
+        snapshot_options.reopen_each_read ? store::sqlite_path_of(url) : "";
+    bool opened = false;
+    serve::Snapshots snapshots(
+        [&context, &sqlite_file, &opened] {
+          // Once it was read, a SQLite file that is gone is an outage, not a
+          // new empty database to create and show.
+          if (opened && !sqlite_file.empty() && !std::filesystem::exists(sqlite_file))
+            throw Error(ExitCode::unavailable,
+                        "the SQLite file " + sqlite_file +
+                            " is not there (removed or moved); read again every refresh");
+          auto opened_store = context.open_store();
+          opened = true;
+          return opened_store;
+        },
+        snapshot_options);
     // The first read now: a database that cannot be read is an error at
     // start, not a page of errors later.
     snapshots.current();

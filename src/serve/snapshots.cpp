@@ -5,6 +5,7 @@
 
 #include <malloc.h>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "output/render.hpp"
@@ -36,7 +37,14 @@ std::shared_ptr<const View> Snapshots::current() {
     // Requests still answering from the old view keep it; this one no longer
     // does, so that at most one old and one new view are in memory.
     m_view.reset();
-    m_view = read();
+    try {
+      m_view = read();
+    } catch (...) {
+      // Whatever state the failed read left the store in, the next read
+      // starts from a fresh one.
+      m_store.reset();
+      throw;
+    }
     // The read's transient allocations (rows, JSON trees) go back to the
     // system, not kept by malloc for the next period.
     malloc_trim(0);
@@ -54,8 +62,10 @@ void Snapshots::give_back_memory() {
 }
 
 std::shared_ptr<const View> Snapshots::read() {
-  if (!m_store)
+  if (!m_store || m_options.reopen_each_read) {
+    m_store.reset();  // SQLite's file is closed before it is opened again
     m_store = m_open();
+  }
   // A PostgreSQL connection is borrowed per read, not held between them.
   m_store->rest();
   const auto started = std::chrono::steady_clock::now();
@@ -102,8 +112,13 @@ std::shared_ptr<const View> Snapshots::read() {
   // The JSON last, each holder freed once written (and the freed pages given
   // back as it goes): the peak holds the rows or their text, not both whole.
   const auto holders = snapshot.holders.size();
-  view->status_json = std::make_shared<const std::string>(
-      output::render_status_json_draining(snapshot, [] { malloc_trim(0); }));
+  std::string status = output::render_status_json_draining(snapshot, [] { malloc_trim(0); });
+  // The page names the database it shows: one more member, first.
+  status.insert(1, "\"database\":" +
+                       nlohmann::json(m_options.database)
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                       ",");
+  view->status_json = std::make_shared<const std::string>(std::move(status));
   const auto waiters = snapshot.waiters.size();
   // -v: one line per read, so that an operator (and tests/bench) can see
   // that open pages share them.

@@ -21,6 +21,13 @@ struct SnapshotOptions {
   std::chrono::milliseconds refresh{5000};
   int timeline_events = 10000;  // the newest history events the timeline reads
   std::chrono::milliseconds window{7 * 24 * 3600 * 1000LL};  // the widest zoom
+  // The database as the page names it, its password masked (as clock
+  // status shows it): /status.json's "database".
+  std::string database;
+  // Open the store anew for every read (SQLite): a file removed, replaced or
+  // made unreadable is then seen at the next read, not read from the file
+  // that was open at start for ever.
+  bool reopen_each_read = false;
 };
 
 // One read of the database and what was rendered from it.
@@ -28,7 +35,8 @@ struct View {
   std::chrono::steady_clock::time_point taken;
   lock::Instant now;  // the database's clock at the read
   // Each rendered once per read and shared by the requests that send it.
-  std::shared_ptr<const std::string> status_json;    // as clock status --format json
+  // as clock status --format json, and "database" (SnapshotOptions::database)
+  std::shared_ptr<const std::string> status_json;
   std::shared_ptr<const std::string> metrics;        // as clock status --format prometheus
   std::shared_ptr<const std::string> timeline_json;  // /timeline.json
 };
@@ -39,7 +47,8 @@ class Snapshots {
   Snapshots(OpenStore open, SnapshotOptions options);
 
   // The current view: read now if the last one is a refresh period old.
-  // Concurrent callers share one read. Throws what the store throws.
+  // Concurrent callers share one read. Throws what the store throws; the
+  // store is opened again for the next read after a failed one.
   std::shared_ptr<const View> current();
 
   // /history.json's distinct queries per refresh period: enough for a few

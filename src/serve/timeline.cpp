@@ -25,13 +25,15 @@ OwnerKey owner_key_of(const store::HistoryEvent& event) {
 
 // A later, more telling event upgrades how a hold ended: a lost lease is
 // often first removed as expired by the next acquirer, a killed run is
-// released by clock after it stopped the command.
+// released by clock after it stopped the command. A forced release is not
+// upgraded to lost: the holder's next renewal finds its lease gone and
+// records it lost, but the cause was the force.
 int weight(std::string_view outcome) {
   if (outcome == "killed")
     return 6;
-  if (outcome == "lost")
-    return 5;
   if (outcome == "forced")
+    return 5;
+  if (outcome == "lost")
     return 4;
   if (outcome == "expired")
     return 3;

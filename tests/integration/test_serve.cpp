@@ -11,9 +11,12 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
+#include "fault_tools.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
 
@@ -38,17 +41,21 @@ std::string chromium() {
 class Served {
  public:
   explicit Served(const TestEnv& env, const std::vector<std::string>& flags = {},
-                  const std::string& refresh = "1s")
+                  const std::string& refresh = "1s",
+                  const std::map<std::string, std::string>& extra_env = {})
       : m_env(env) {
+    // Each server of a test writes its address to a file of its own.
+    static int served = 0;
+    const std::string file = "serve" + std::to_string(++served) + ".url";
     std::string extra;
     for (const auto& flag : flags)
       extra += " '" + flag + "'";
     m_process =
         env.spawn(env.shell_command("exec \"$T_CLOCK\" serve --listen 127.0.0.1:0 --refresh " +
-                                    refresh + extra + " > \"$T_DIR/serve.url\""));
-    REQUIRE(await([&] { return read_file(env.path("serve.url")).find('\n') != std::string::npos; },
-                  30s));
-    m_url = read_file(env.path("serve.url"));
+                                        refresh + extra + " > \"$T_DIR/" + file + "\"",
+                                    extra_env));
+    REQUIRE(await([&] { return read_file(env.path(file)).find('\n') != std::string::npos; }, 30s));
+    m_url = read_file(env.path(file));
     m_url = m_url.substr(m_url.find("http://"));
     m_url.pop_back();  // the newline
     if (m_url.ends_with('/'))
@@ -81,6 +88,7 @@ class Served {
 // without anything happening: the read's own time and what is counted from it.
 nlohmann::json without_volatile(nlohmann::json status) {
   status.erase("now");
+  status.erase("database");  // /status.json's own: the database it read
   for (const char* list : {"holders", "waiters", "expected"}) {
     if (!status.contains(list))
       continue;
@@ -158,6 +166,158 @@ std::vector<std::string> headless_browser(const TestEnv& env) {
           "--virtual-time-budget=5000"};
 }
 
+// The DOM of the page at `address` (a fragment too) once its script ran.
+std::string dump_dom(const TestEnv& env, const std::string& address) {
+  auto argv = headless_browser(env);
+  argv.push_back("--dump-dom");
+  argv.push_back(address);
+  auto dumped = run(env.command(argv), env.path("output"), 90s);
+  INFO(dumped.describe());
+  REQUIRE(dumped.status == 0);
+  return dumped.out;
+}
+
+// The text of the element with this id (up to its first child element),
+// or "(none)" when there is no such element.
+std::string text_of(const std::string& dom, const std::string& id) {
+  std::smatch found;
+  if (!std::regex_search(dom, found, std::regex("id=\"" + id + "\"[^>]*>([^<]*)")))
+    return "(none)";
+  return found[1];
+}
+
+// The opening tags of the lanes, in page order: data-resource of each.
+std::vector<std::string> lanes_of(const std::string& dom) {
+  std::vector<std::string> lanes;
+  std::regex lane("class=\"lane\" data-namespace=\"[^\"]*\" data-resource=\"([^\"]+)\"");
+  for (std::sregex_iterator it(dom.begin(), dom.end(), lane), end; it != end; ++it)
+    lanes.push_back((*it)[1]);
+  return lanes;
+}
+
+// The bars of a lane (the text from its opening tag to the next lane's).
+std::vector<std::string> bars_of(const std::string& dom, const std::string& resource) {
+  auto at = dom.find("data-resource=\"" + resource + "\"><div class=\"name\"");
+  if (at == std::string::npos)
+    return {};
+  const auto next = dom.find("class=\"lane\"", at);
+  const std::string lane =
+      dom.substr(at, next == std::string::npos ? std::string::npos : next - at);
+  std::vector<std::string> bars;
+  std::regex bar("<div class=\"bar\"[^>]*>");
+  for (std::sregex_iterator it(lane.begin(), lane.end(), bar), end; it != end; ++it)
+    bars.push_back(it->str());
+  return bars;
+}
+
+// `clock ARGS…` as on another machine named `host` (its own UTS namespace),
+// its wall clock `offset` ago ("-300m"; "" for now), with the fleet's job
+// scripts (fleet_scripts) on its PATH: a fleet's night on one host.
+Command on_host(const TestEnv& env, const std::string& host, const std::string& offset,
+                const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"unshare", "--uts"};
+  if (geteuid() != 0)
+    argv.push_back("--map-root-user");
+  argv.insert(argv.end(),
+              {"sh", "-c", "hostname \"$0\" && exec \"$@\"", host, TestEnv::clock_binary()});
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto extra = offset.empty() ? std::map<std::string, std::string>{} : skewed_clock_env(offset);
+  extra["PATH"] = env.path("bin").string() + ":" + getenv_or("PATH", "/usr/bin:/bin");
+  return env.command(argv, extra);
+}
+
+// The fleet's jobs, as scripts of its hosts would be named.
+void fleet_scripts(const TestEnv& env) {
+  const std::map<std::string, std::string> scripts = {
+      {"backup-db", "sleep 1.2"},
+      {"ldap-import", "sleep 0.4; echo 'ldap-import: server unreachable' >&2; exit 3"},
+      {"logrotate", "sleep 0.2"},
+      {"make-report", "sleep 0.5"},
+      {"render-frames", "exec sleep 600"},
+      {"backup-offsite", "exec sleep 600"}};
+  std::filesystem::create_directories(env.path("bin"));
+  for (const auto& [name, body] : scripts) {
+    // A job's own time is real: libfaketime (on_host) speeds up clock's.
+    write_file(env.path("bin/" + name), "#!/bin/sh\nunset LD_PRELOAD FAKETIME\n" + body + "\n");
+    std::filesystem::permissions(env.path("bin/" + name), std::filesystem::perms::owner_all);
+  }
+}
+
+// A night of a small fleet, as the README's screenshot shows it: nightly
+// jobs on several hosts hours ago (one failed, one forced, one lost), and
+// now a semaphore with two of its five slots taken, a job held with a
+// waiter, and a skipped run. Returns the processes that hold and wait until
+// the test ends.
+std::vector<std::unique_ptr<Process>> make_fleet(const TestEnv& env) {
+  fleet_scripts(env);
+  auto ran = [&](const std::string& host, const std::string& offset,
+                 const std::vector<std::string>& args, int status = 0) {
+    auto result = run(on_host(env, host, offset, args), env.path("output"), 60s);
+    INFO(host << " " << offset << ": " << result.describe());
+    REQUIRE(result.status == status);
+    return result;
+  };
+  // Each night job's clock runs 1000 times as fast as the job: a second
+  // of the job is about 17 minutes of its lease (--ttl 3h covers it).
+  // libfaketime takes one unit: minutes.
+  auto night = [&](const std::string& host, const std::string& ago, const std::string& resource,
+                   std::vector<std::string> command, int status = 0) {
+    std::vector<std::string> args = {"run", "--ttl", "3h", "-r", resource, "--"};
+    args.insert(args.end(), command.begin(), command.end());
+    ran(host, "-" + ago + " x1000", args, status);
+  };
+  night("db1", "300m", "backup.db", {"backup-db", "--full"});
+  night("ldap1", "270m", "ldap.import", {"ldap-import", "/srv/ldap/people.ldif"}, 3);
+  night("web1", "245m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
+  night("web2", "240m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
+  night("web10", "235m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
+  night("db1", "210m", "reports.shard10", {"make-report", "--shard", "10"});
+  night("db2", "180m", "reports.shard2", {"make-report", "--shard", "2"});
+  // `clock acquire --format shell` on a host, and a renewal later that
+  // finds the lease gone (77), which records it lost.
+  auto holder = [&](const std::string& host, const std::string& offset, const std::string& resource,
+                    const std::string& ttl) {
+    return parse_acquired_shell(
+        ran(host, offset, {"acquire", "-r", resource, "--ttl", ttl, "--format", "shell"}).out);
+  };
+  auto renew_lost = [&](const std::string& host, const std::string& offset,
+                        const std::string& resource, const Acquired& held) {
+    Command renew = on_host(env, host, offset, {"renew", "-r", resource});
+    renew.env["CLOCK_OWNER"] = held.credential;
+    renew.env["CLOCK_TOKEN"] = std::to_string(held.token());
+    auto result = run(renew, env.path("output"));
+    INFO(result.describe());
+    REQUIRE(result.status == 77);
+  };
+  // A deploy whose lock an operator forced: the holder finds it lost after.
+  auto deploy = holder("web2", "-130m", "deploy.web", "1h");
+  ran("ops1", "-110m", {"release", "--force", "-r", "deploy.web"});
+  renew_lost("web2", "-108m", "deploy.web", deploy);
+  // A lease that expired under its holder, who renews too late.
+  auto cache = holder("cache1", "-95m", "cache.warm", "10m");
+  renew_lost("cache1", "-80m", "cache.warm", cache);
+  // Now: a semaphore of 5 with two holders, a job held with a waiter, a
+  // skipped run. They started a while ago (their clocks that far behind,
+  // their leases long enough for it).
+  std::vector<std::unique_ptr<Process>> now;
+  const std::vector<std::pair<std::string, std::string>> renders = {{"render1", "-40m"},
+                                                                    {"render2", "-12m"}};
+  for (const auto& [render, ago] : renders) {
+    now.push_back(env.spawn(on_host(env, render, ago,
+                                    {"run", "--ttl", "2h", "-r", "pool.render", "--slots", "5",
+                                     "--", "render-frames", "--scene", render})));
+  }
+  now.push_back(env.spawn(
+      on_host(env, "db1", "-25m",
+              {"run", "--ttl", "2h", "-r", "backup.offsite", "--", "backup-offsite", "s3"})));
+  REQUIRE(await([&] { return env.status()["holders"].size() == 3; }, 30s, 100ms));
+  now.push_back(env.spawn(on_host(
+      env, "web1", "", {"run", "-w", "2h", "-r", "backup.offsite", "--", "backup-offsite", "s3"})));
+  REQUIRE(await([&] { return env.status()["waiters"].size() == 1; }, 30s, 100ms));
+  ran("web2", "", {"run", "-n", "-r", "backup.offsite", "--", "backup-offsite", "s3"}, 75);
+  return now;
+}
+
 }  // namespace
 
 TEST_SUITE("serve") {
@@ -182,6 +342,8 @@ TEST_SUITE("serve") {
       INFO("serve: " << shown.dump(2) << "\ncli: " << expected.dump(2));
       CHECK(same);
       REQUIRE(expected["holders"].size() == 1);
+      // And the database it read, for the page's header.
+      CHECK(nlohmann::json::parse(served.body("/status.json"))["database"] == env.url());
     }
 
     SUBCASE("/timeline.json: one interval per hold in clock history, none overlapping") {
@@ -287,7 +449,13 @@ TEST_SUITE("serve") {
       CHECK(page.find("http://") == std::string::npos);
       CHECK(page.find("https://") == std::string::npos);
       CHECK(page.find(" src=") == std::string::npos);
-      CHECK(page.find(" href=") == std::string::npos);
+      // Its links are to its own JSON and metrics, relative.
+      std::set<std::string> links;
+      std::regex href(" href=\"([^\"]*)\"");
+      for (std::sregex_iterator it(page.begin(), page.end(), href), end; it != end; ++it)
+        links.insert((*it)[1]);
+      CHECK(links ==
+            std::set<std::string>{"status.json", "timeline.json", "history.json", "metrics"});
     }
 
     served.process().signal(SIGTERM);
@@ -329,6 +497,27 @@ TEST_SUITE("serve") {
     CHECK(runs["/job.term/failed"] == 1);
     CHECK(metrics.find("clock_last_exit_status{namespace=\"\",resource=\"job.term\"} 143") !=
           std::string::npos);
+  }
+
+  TEST_CASE("a forced clock run is drawn forced, not lost") {
+    // Its holder then finds the lease gone and records it lost (on
+    // PostgreSQL with the token), which the timeline took for the cause.
+    // A lease of 15 s: renewed in time on a loaded machine (MariaDB's
+    // holder sees the force at its next renewal, within 5 s).
+    TestEnv env;
+    auto held = env.spawn(
+        env.clock_command({"run", "--ttl", "15s", "-r", "deploy.web", "--", "sleep", "120"}));
+    REQUIRE(await([&] { return env.holders_of("deploy.web").size() == 1; }, 30s, 100ms));
+    REQUIRE_EXIT(env.clock({"release", "--force", "-r", "deploy.web"}), 0);
+    auto ended = held->wait(60s);
+    INFO(ended.describe());
+    CHECK(ended.status == 79);
+    Served served(env);
+    const auto timeline = nlohmann::json::parse(served.body("/timeline.json"));
+    INFO(timeline.dump(2));
+    REQUIRE(timeline["intervals"].size() == 1);
+    CHECK(timeline["intervals"][0]["outcome"] == "forced");
+    CHECK(timeline["intervals"][0]["by"].is_string());
   }
 
   TEST_CASE("on PostgreSQL clock serve runs as clock_reader, which can take nothing" *
@@ -618,17 +807,212 @@ TEST_SUITE("serve") {
     CHECK(dom.find("<script>alert") == std::string::npos);
     CHECK(dom.find("&lt;b&gt;b&lt;/b&gt;") != std::string::npos);
     CHECK(dom.find("<b>") == std::string::npos);
+  }
 
-    auto shot_argv = browser;
+  TEST_CASE("the page answers what happened tonight: zoom, runs, filters, lanes, slots, links" *
+            doctest::skip(backend_name() != "sqlite" || !std::filesystem::exists(chromium()) ||
+                          libfaketime_path().empty())) {
+    // On SQLite the database's clock is the host's: libfaketime puts the
+    // night's runs hours ago (a server's clock cannot be moved so).
+    TestEnv env;
+    // The fleet's host names are UTS namespaces (unshare, as root or in a
+    // user namespace); a machine that allows neither cannot play the fleet.
+    if (auto probe = run(on_host(env, "probe", "", {"--version"}), env.path("output"), 30s);
+        probe.status != 0) {
+      MESSAGE("not run: unshare --uts fails here: " << probe.describe());
+      return;
+    }
+    auto fleet = make_fleet(env);
+    Served served(env);
+    REQUIRE(await(
+        [&] {
+          auto status = nlohmann::json::parse(served.body("/status.json"));
+          return status["waiters"].size() == 1 && status["holders"].size() == 3;
+        },
+        15s, 200ms));
+    std::string failed_run;
+    const auto timeline = nlohmann::json::parse(served.body("/timeline.json"));
+    for (const auto& interval : timeline["intervals"]) {
+      if (interval["resource"] == "ldap.import")
+        failed_run = "ldap.import@" + std::to_string(interval["token"].get<long long>());
+    }
+    REQUIRE(!failed_run.empty());
+    const std::regex utc_time("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC");
+    auto has_utc = [&](const std::string& text, const std::string& before) {
+      return std::regex_search(
+          text, std::regex(before + "\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC"));
+    };
+
+    // The night, at 6 h: every run drawn, in natural order, told apart.
+    const std::string night = dump_dom(env, served.url() + "/#zoom=6h");
+    write_file(env.path("night.html"), night);  // for a failing run's reader
+    CHECK(night.find("<button data-zoom=\"6h\" class=\"on\">") != std::string::npos);
+    CHECK(lanes_of(night) == std::vector<std::string>{"backup.db", "backup.offsite", "cache.warm",
+                                                      "cron.logrotate", "deploy.web", "ldap.import",
+                                                      "pool.render", "reports.shard2",
+                                                      "reports.shard10"});
+    auto only_bar = [&](const std::string& dom, const std::string& resource) {
+      auto bars = bars_of(dom, resource);
+      INFO(resource << ": " << bars.size() << " bars");
+      REQUIRE(bars.size() == 1);
+      return bars[0];
+    };
+    const auto good = only_bar(night, "backup.db");
+    INFO(good);
+    CHECK(good.find("data-outcome=\"released\"") != std::string::npos);
+    CHECK(good.find("data-exit=\"0\"") != std::string::npos);
+    CHECK(has_utc(good, "\nstart "));
+    CHECK(has_utc(good, "\nend "));
+    CHECK(std::regex_search(good, std::regex("\nduration \\d+m( \\d+s)?\n")));
+    CHECK(good.find("\nexit 0\n") != std::string::npos);
+    const auto failed = only_bar(night, "ldap.import");
+    INFO(failed);
+    CHECK(failed.find("data-outcome=\"failed\"") != std::string::npos);
+    CHECK(failed.find("data-exit=\"3\"") != std::string::npos);
+    CHECK(has_utc(failed, "\nstart "));
+    CHECK(has_utc(failed, "\nend "));
+    CHECK(std::regex_search(failed, std::regex("\nduration \\d+m( \\d+s)?\n")));
+    CHECK(failed.find("\nexit 3\n") != std::string::npos);
+    CHECK(only_bar(night, "deploy.web").find("data-outcome=\"forced\"") != std::string::npos);
+    CHECK(only_bar(night, "cache.warm").find("data-outcome=\"lost\"") != std::string::npos);
+    std::vector<std::string> rotated;
+    for (const auto& bar : bars_of(night, "cron.logrotate")) {
+      std::smatch host;
+      if (std::regex_search(bar, host, std::regex("data-host=\"([^\"]+)\"")))
+        rotated.push_back(host[1]);
+    }
+    CHECK(rotated == std::vector<std::string>{"web1", "web2", "web10"});
+    // One time zone, named: the header's clock, the axis, the last update.
+    CHECK(std::regex_match(text_of(night, "now"), utc_time));
+    CHECK(std::regex_search(
+        night, std::regex("id=\"axis\">(<span>[0-9:]+</span>){4}<span>[0-9:]+ UTC</span>")));
+    CHECK(has_utc(text_of(night, "state"), "^updated "));
+    // The database it read, a semaphore's slots, the links, no banner.
+    CHECK(text_of(night, "database") == env.url());
+    CHECK(night.find("<td data-slots=\"2/5\">2/5 slots</td>") != std::string::npos);
+    for (const char* link : {"status.json", "timeline.json", "history.json", "metrics"})
+      CHECK(night.find("<a href=\"" + std::string(link) + "\">" + link + "</a>") !=
+            std::string::npos);
+    CHECK(night.find("<div id=\"banner\" role=\"alert\" hidden=\"\"></div>") != std::string::npos);
+    CHECK(night.find("<button id=\"idle\" hidden=\"\"") != std::string::npos);
+
+    // At 15 minutes the night's lanes are folded behind "7 idle".
+    const std::string recent = dump_dom(env, served.url() + "/#zoom=15m");
+    const auto fold = recent.find("<div id=\"idle-lanes\" hidden=\"\">");
+    REQUIRE(fold != std::string::npos);
+    CHECK(text_of(recent, "idle") == "7 idle (show)");
+    CHECK(lanes_of(recent.substr(0, fold)) ==
+          std::vector<std::string>{"backup.offsite", "pool.render"});
+    CHECK(lanes_of(recent.substr(fold)) ==
+          std::vector<std::string>{"backup.db", "cache.warm", "cron.logrotate", "deploy.web",
+                                   "ldap.import", "reports.shard2", "reports.shard10"});
+
+    // A resource prefix and a host, from the fragment.
+    const std::string reports = dump_dom(env, served.url() + "/#zoom=6h&prefix=reports");
+    CHECK(lanes_of(reports) == std::vector<std::string>{"reports.shard2", "reports.shard10"});
+    CHECK(reports.find("<tr data-resource=\"pool.render\">") == std::string::npos);
+    const std::string web10 = dump_dom(env, served.url() + "/#zoom=6h&host=web10");
+    CHECK(lanes_of(web10) == std::vector<std::string>{"cron.logrotate"});
+    const auto web10_bars = bars_of(web10, "cron.logrotate");
+    REQUIRE(web10_bars.size() == 1);
+    CHECK(web10_bars[0].find("data-host=\"web10\"") != std::string::npos);
+    CHECK(web10.find("<tr data-resource=\"backup.offsite\">") == std::string::npos);
+
+    // The run named in the fragment, in the details panel.
+    const std::string detail = dump_dom(env, served.url() + "/#zoom=6h&run=" + failed_run);
+    CHECK(detail.find("<div id=\"details\" data-run=\"" + failed_run + "\">") != std::string::npos);
+    auto field = [&](const std::string& name) {
+      std::smatch found;
+      std::regex row("<tr data-field=\"" + name + "\"><th>" + name +
+                     "</th><td class=\"mono\">([^<]*)</td>");
+      return std::regex_search(detail, found, row) ? found[1].str() : std::string("(none)");
+    };
+    CHECK(field("outcome") == "failed");
+    CHECK(std::regex_match(field("start"), utc_time));
+    CHECK(std::regex_match(field("end"), utc_time));
+    CHECK(std::regex_match(field("duration"), std::regex("\\d+m( \\d+s)?")));
+    CHECK(field("exit") == "3");
+    CHECK(field("host") == "ldap1");
+
+    // The README's screenshot (make screenshot keeps it as docs/serve.png).
+    auto shot_argv = headless_browser(env);
     const auto shot = env.path("serve.png");
     shot_argv.push_back("--screenshot=" + shot.string());
-    shot_argv.push_back(served.url() + "/#hours=0.05");
+    shot_argv.push_back(served.url() + "/#zoom=6h");
     auto shot_run = run(env.command(shot_argv), env.path("output"), 90s);
     INFO(shot_run.describe());
     CHECK(shot_run.status == 0);
     CHECK(std::filesystem::file_size(shot) > 10000);
-    // make screenshot (docs/serve.png) keeps it.
     if (auto keep = getenv_or("CLOCK_TEST_SCREENSHOT", ""); !keep.empty())
       std::filesystem::copy_file(shot, keep, std::filesystem::copy_options::overwrite_existing);
+    for (auto& process : fleet) {
+      process->signal(SIGTERM);
+      process->wait(30s);
+    }
+  }
+
+  TEST_CASE(
+      "a banner says the database cannot be read (removed, unreadable), and goes when it can "
+      "again" *
+      doctest::skip(backend_name() != "sqlite" || !std::filesystem::exists(chromium()))) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"run", "-r", "jobs.nightly", "--", "true"}), 0);
+    Served served(env);
+    const std::string file = env.url().substr(std::string("sqlite:").size());
+    auto healthz = [&] { return served.get("/healthz", {"-w", "%{http_code}"}).out; };
+    std::filesystem::rename(file, file + ".away");
+    REQUIRE(await([&] { return healthz().ends_with("503"); }, 15s, 200ms));
+    const std::string away = dump_dom(env, served.url() + "/");
+    INFO(away);
+    CHECK(away.find("<div id=\"banner\" role=\"alert\">The database cannot be read: ") !=
+          std::string::npos);
+    CHECK(text_of(away, "banner").find(file + " is not there") != std::string::npos);
+    std::filesystem::rename(file + ".away", file);
+    REQUIRE(await([&] { return healthz() == "ok\n200"; }, 15s, 200ms));
+    const std::string back = dump_dom(env, served.url() + "/");
+    INFO(back);
+    CHECK(back.find("<div id=\"banner\" role=\"alert\" hidden=\"\"></div>") != std::string::npos);
+    CHECK(lanes_of(back) == std::vector<std::string>{"jobs.nightly"});
+
+    // Made unreadable, then readable again, as a server without root's
+    // override of file permissions sees it.
+    std::string wrapper = "#!/bin/sh\nexec";
+    for (const auto& word : without_permission_override())
+      wrapper += " '" + word + "'";
+    wrapper += " '" + TestEnv::clock_binary() + "' \"$@\"\n";
+    write_file(env.path("clock-without-override"), wrapper);
+    std::filesystem::permissions(env.path("clock-without-override"),
+                                 std::filesystem::perms::owner_all);
+    Served plain(env, {}, "1s", {{"T_CLOCK", env.path("clock-without-override").string()}});
+    auto plain_healthz = [&] { return plain.get("/healthz", {"-w", "%{http_code}"}).out; };
+    std::filesystem::permissions(file, std::filesystem::perms::none);
+    REQUIRE(await([&] { return plain_healthz().ends_with("503"); }, 15s, 200ms));
+    const std::string unreadable = dump_dom(env, plain.url() + "/");
+    INFO(unreadable);
+    CHECK(unreadable.find("<div id=\"banner\" role=\"alert\">The database cannot be read: ") !=
+          std::string::npos);
+    std::filesystem::permissions(
+        file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    REQUIRE(await([&] { return plain_healthz() == "ok\n200"; }, 15s, 200ms));
+    const std::string readable = dump_dom(env, plain.url() + "/");
+    INFO(readable);
+    CHECK(readable.find("<div id=\"banner\" role=\"alert\" hidden=\"\"></div>") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("the page names its database, never its password" *
+            doctest::skip(backend_name() != "postgres" || !std::filesystem::exists(chromium()) ||
+                          getenv_or("CLOCK_TEST_PG_AUTH", "") == "password")) {
+    // A server that trusts the test's logins ignores the password given.
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"run", "-r", "jobs.read", "--", "true"}), 0);
+    Served served(env, {}, "1s", {{"CLOCK_DATABASE_URL", env.url() + " password=hunter2-secret"}});
+    const std::string shown = env.url() + " password=****";
+    const std::string status = served.body("/status.json");
+    CHECK(nlohmann::json::parse(status)["database"] == shown);
+    CHECK(status.find("hunter2") == std::string::npos);
+    const std::string dom = dump_dom(env, served.url() + "/");
+    CHECK(text_of(dom, "database") == shown);
+    CHECK(dom.find("hunter2") == std::string::npos);
   }
 }
