@@ -251,6 +251,7 @@ TEST_SUITE("missed runs") {
                            "ALTER TABLE history DROP COLUMN leftovers; "
                            "ALTER TABLE history DROP COLUMN exit_code; "
                            "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "DROP TABLE period_changes; "
                            "ALTER TABLE leases DROP COLUMN holder_boot_id; "
                            "ALTER TABLE leases DROP COLUMN holder_pid_ns; "
                            "ALTER TABLE leases DROP COLUMN holder_pid_start; "
