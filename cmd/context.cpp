@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
+#include "lock/limits.hpp"
 #include "store/open_store.hpp"
 #include "util/duration.hpp"
 #include "util/http_url.hpp"
@@ -58,8 +59,9 @@ lock::OwnerCredential Context::required_owner(const std::string& command) const 
 // The same for the whole process (clock run asks twice: for the heartbeat's
 // renewals and for the release), so its ancestors' /proc files are read once.
 store::Caller this_caller() {
-  static const store::Caller caller{util::user_name(), util::host_name(), getpid(),
-                                    util::process_lineage()};
+  static const store::Caller caller{lock::bounded(util::user_name(), lock::k_max_user_bytes),
+                                    lock::bounded(util::host_name(), lock::k_max_host_bytes),
+                                    getpid(), util::process_lineage()};
   return caller;
 }
 
@@ -101,10 +103,10 @@ std::chrono::milliseconds lease_ttl(const Context& context,
 namespace {
 
 lock::OwnerInfo base_info() {
-  return {.host = util::host_name(),
-          .ip = util::primary_ip(),
+  return {.host = lock::bounded(util::host_name(), lock::k_max_host_bytes),
+          .ip = lock::bounded(util::primary_ip(), lock::k_max_ip_bytes),
           .pid = 0,
-          .user = util::user_name(),
+          .user = lock::bounded(util::user_name(), lock::k_max_user_bytes),
           .command = "",
           .started = std::chrono::system_clock::now(),
           .db_user = ""};  // the store's to fill in when it reads
@@ -134,8 +136,9 @@ std::vector<std::string> arguments_of(pid_t pid) {
 // secret parts of a nested clock run's --ping URL masked, the owner id and
 // the ping URL's host kept.
 std::string stored_command_line(const std::vector<std::string>& args) {
-  return util::mask_owner_secrets(
-      util::mask_passwords(util::mask_ping_urls(util::command_line(args))));
+  return lock::bounded(util::mask_owner_secrets(
+                           util::mask_passwords(util::mask_ping_urls(util::command_line(args)))),
+                       lock::k_max_command_bytes);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // clock run: its flags, then the run: acquire (take_locks), then
 // run::run_locked runs the command as a supervised child while renewing the
 // lease, releases when it exits, and gives the status clock exits with.
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "cmd/commands.hpp"
@@ -59,18 +61,53 @@ bool database_unreachable(const Error& error) {
   return error.code() == ExitCode::unavailable || error.code() == ExitCode::local_database;
 }
 
-// --once-per or --every: the resources' expected period, declared while the
-// command runs (off the path of its start). A failure is a warning: it
-// changes nothing for this run.
-void declare_expected(store::Store& store, const LockPlan& plan, std::chrono::milliseconds every) {
+// --once-per or --every: the resources' expected period. It belongs to the
+// job, not to whoever runs it once (docs/threat-model.md, "Expected
+// periods"): a resource with no period yet gets it while the command runs
+// (off the path of its start), so a job that never succeeds is still
+// watched; an existing period changes only once the command exited 0
+// (declare_after_success). Either is recorded in history as
+// period_changed. A failure is a warning: it changes nothing for this run.
+void declare_expected(store::Store& store, const LockPlan& plan, std::chrono::milliseconds every,
+                      const std::vector<lock::Resource>& resources) {
+  if (resources.empty())
+    return;
   try {
     const auto& info = plan.request.info;
-    store.expect_runs({plan.request.ns, plan.request.resources, every, plan.request.owner,
-                       plan.request.secret, store::Caller{info.user, info.host, info.pid, {}}});
+    store.expect_runs({plan.request.ns, resources, every, plan.request.owner, plan.request.secret,
+                       store::Caller{info.user, info.host, info.pid, {}}});
   } catch (const Error& error) {
-    spdlog::warn("could not record the expected period of {}: {}",
+    spdlog::warn("could not record the expected period of {}: {}", lock::join(resources, ","),
+                 error.what());
+  }
+}
+
+// The resources of the run that have no expected period yet.
+std::vector<lock::Resource> without_period(store::Store& store, const LockPlan& plan) {
+  std::vector<lock::Resource> out;
+  try {
+    for (const auto& resource : plan.request.resources) {
+      auto known = store.expected_runs({plan.request.ns, resource, std::nullopt});
+      bool found = std::any_of(known.runs.begin(), known.runs.end(), [&](const auto& run) {
+        return run.ns == plan.request.ns && run.resource == resource;
+      });
+      if (!found)
+        out.push_back(resource);
+    }
+  } catch (const Error& error) {
+    spdlog::warn("could not read the expected period of {}: {}",
                  lock::join(plan.request.resources, ","), error.what());
   }
+  return out;
+}
+
+// The bounds of an expected period: shorter than a second is no schedule
+// (and would raise an alarm at once), longer than a year no watch.
+constexpr std::chrono::milliseconds k_shortest_period = std::chrono::seconds(1);
+constexpr std::chrono::milliseconds k_longest_period = std::chrono::days(366);
+
+bool period_in_bounds(std::chrono::milliseconds every) {
+  return every >= k_shortest_period && every <= k_longest_period;
 }
 
 // CLI11's usage line ends at [OPTIONS]; clock run's command comes after `--`,
@@ -134,9 +171,10 @@ Action register_run(CLI::App& app) {
       "now - D; a failed, killed or lost run does not count");
   command->add_option(
       "--every", options->every,
-      "Expect a successful run at least every D (status and 'clock missed' show the resource "
-      "overdue otherwise), without --once-per's skipping; with --once-per, the expected period "
-      "is --every's (default: --once-per's)");
+      "Expect a successful run at least every D, 1s to 366d (status and 'clock missed' show "
+      "the resource overdue otherwise), without --once-per's skipping; with --once-per, the "
+      "expected period is --every's (default: --once-per's); only a run that exits 0 changes "
+      "a period already declared, recorded in history as period_changed");
   command->add_option(
       "--ping", options->ping,
       "Ping a healthchecks.io-style URL from the host that runs the command: /start, then "
@@ -178,11 +216,16 @@ Action register_run(CLI::App& app) {
       if (plan.request.once_per->count() <= 0)
         throw Error(ExitCode::usage, "--once-per needs a period longer than 0, e.g. --once-per 1h");
     }
+    // --once-per's period is also the expected one, when it is a sane one.
     std::optional<std::chrono::milliseconds> every = plan.request.once_per;
+    if (every && !period_in_bounds(*every))
+      every.reset();
     if (options->every) {
       every = duration_flag("--every", *options->every);
-      if (every->count() <= 0)
-        throw Error(ExitCode::usage, "--every needs a period longer than 0, e.g. --every 1d");
+      if (!period_in_bounds(*every))
+        throw Error(ExitCode::usage,
+                    "--every needs a period from 1s to 366d, e.g. --every 1d (got " +
+                        *options->every + ")");
     }
     auto pinger = pinger_for(context, options->ping, plan);
     run::RunOptions run;
@@ -242,8 +285,14 @@ Action register_run(CLI::App& app) {
     if (pinger)
       tail.start();
     run::HeldLocks held{plan.request, plan.owner.str(), std::move(acquired), this_caller};
-    if (every)
-      held.beside_command = [&store, &plan, every] { declare_expected(*store, plan, *every); };
+    if (every) {
+      held.beside_command = [&store, &plan, every] {
+        declare_expected(*store, plan, *every, without_period(*store, plan));
+      };
+      held.after_success = [&store, &plan, every] {
+        declare_expected(*store, plan, *every, plan.request.resources);
+      };
+    }
     if (pinger)
       held.after_release = [&pinger, &tail](int status) { pinger->finished(status, tail.stop()); };
     return run::run_locked(run, guard, *store, held);

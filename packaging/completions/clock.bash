@@ -139,7 +139,7 @@ _clock()
             return
             ;;
         --event)
-            COMPREPLY=($(compgen -W 'acquired released expired forced lost skipped timed_out killed refused' -- "$cur"))
+            COMPREPLY=($(compgen -W 'acquired released expired forced lost skipped timed_out killed refused period_changed' -- "$cur"))
             return
             ;;
         --on-lease-lost)

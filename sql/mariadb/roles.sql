@@ -43,11 +43,30 @@
 -- DEFINER and so act with their definer's rights (the account that ran
 -- `clock init`) on exactly the rows their rules allow. So these roles cannot
 -- run DDL, rewrite or delete history, write a lease the rules would refuse,
--- or stall a grant by locking hierarchy_locks rows. `clock init` is run by
+-- or lock hierarchy_locks rows outside the procedures. `clock init` is run by
 -- the database's owner account (ALL PRIVILEGES on the database: it creates
 -- the tables and, as definer, the procedures); an operator who also runs
 -- init uses that account for it. db_user in history is USER(), the login,
 -- which the definer's rights do not change.
+--
+-- What a clock_app login can hold up, and for how long
+-- (docs/threat-model.md, "Bounds of a call"): a procedure takes the slot
+-- rows of the hierarchies it names inside its own START TRANSACTION and
+-- commits before it returns. Each refuses more than 64 resources and
+-- over-long text (namespace, host and user 255 bytes, ip 64, command 4096,
+-- who asked 512), so a CALL does milliseconds of work, and refuses to run
+-- while the caller's own transaction is open (@@in_transaction), where its
+-- START TRANSACTION would silently commit the caller's work. A login cannot
+-- run a procedure of clock's inside a statement of its own (no CREATE
+-- ROUTINE, and a stored function may not call a procedure that commits), so
+-- it holds those rows only while one of its CALLs runs: a renewal, a grant
+-- or a forced release waits for at most that (well under a second), and
+-- never for a hierarchy the CALL does not name. max_statement_time does not
+-- apply to stored procedures, and clock does not rely on it; clock's client
+-- sets innodb_lock_wait_timeout (5 s) for its own sessions. These bounds are
+-- this release's procedures' (its suffixed set); release 1.0's unsuffixed
+-- ones, granted below for v1.0.0 hosts, are kept as v1.0.0 installs them
+-- and have none: once no host runs v1.0.0, revoke EXECUTE on them.
 --
 -- The roles are per server, not per database: this file starts by taking
 -- every privilege back from them (so a re-run also takes back what an older

@@ -11,6 +11,13 @@
 --   CREATE ROLE web1 LOGIN PASSWORD '…' IN ROLE clock_app;
 --   CREATE ROLE ops  LOGIN PASSWORD '…' IN ROLE clock_operator;
 --
+-- and the session defaults below (this file gives them to the login members
+-- of clock_app that exist when it runs; a group role's own settings do not
+-- reach its members):
+--
+--   ALTER ROLE web1 SET idle_in_transaction_session_timeout = '1s';
+--   ALTER ROLE web1 SET statement_timeout = '10s';
+--
 -- clock_app       what `clock run`, `acquire`, `renew`, `release`, `status`
 --                 and `history` need: EXECUTE on try_acquire, leave_queue,
 --                 record_missed_run (a run that timed out or was killed),
@@ -56,8 +63,31 @@
 -- who asked and the login, db_user). Keep CLOCK_OWNER, which carries the
 -- secret, as private as the lock. The functions serialize a hierarchy on
 -- row locks of hierarchy_locks (migration 013), not on advisory keys that
--- any login could take: with no privilege on that table, no role, these
--- two or any other, can stall a lock, a renewal or a forced release.
+-- any login could take: with no privilege on that table, a login without
+-- clock's privileges cannot stall a lock, a renewal or a forced release.
+--
+-- What a clock_app login can hold up, and for how long
+-- (docs/threat-model.md, "Bounds of a call"): a function call takes the
+-- rows of the hierarchies it names until its transaction ends. Each
+-- function refuses more than 64 resources and over-long text (namespace,
+-- host and user 255 bytes, ip 64, command 4096, who asked 512), so a call
+-- does milliseconds of work, and sets idle_in_transaction_session_timeout =
+-- 1s for the rest of the caller's transaction, so a caller that leaves its
+-- transaction open after a call (BEGIN; SELECT clock.try_acquire(…); then
+-- nothing), which clock never does, loses its session within 1 s. What
+-- such a login can still do is hold those rows for as long as it likes by
+-- setting that parameter back after the call, or by keeping one statement
+-- running after it (a call and pg_sleep() in one SELECT, or a call and a
+-- slow statement in one pipeline before its Sync). Renewals, grants and
+-- forced releases in the hierarchies it names wait meanwhile (each up to
+-- the functions' 5 s lock_timeout); hierarchies it does not name are not
+-- affected. The session defaults above end most such sessions too, but a
+-- login may change its own settings, so against a deliberately hostile
+-- clock_app login they are a safety net, not a bound: give clock_app only
+-- to the hosts that run clock. These bounds are this release's functions'
+-- (its routine set); release 1.0's, granted below for v1.0.0 hosts, are kept
+-- as v1.0.0 installs them and have none: once no host runs v1.0.0, revoke
+-- EXECUTE on the functions of the schema itself from the three roles.
 -- Neither role may create or migrate the schema: a command run as one of
 -- them against a missing or older schema fails with exit 78, pointing at
 -- `clock init`, which the schema owner runs.
@@ -140,5 +170,27 @@ JOIN (VALUES ('try_acquire', 'clock_app'), ('leave_queue', 'clock_app'),
              ('force_release', 'clock_operator'), ('gc_batch', 'clock_operator'))
   AS g(name, role) ON g.name = p.proname
 WHERE s.name <> :'schema' \gexec
+
+-- The session defaults of the login members of clock_app (and so of
+-- clock_operator) that exist now; see the top of this file. One that this
+-- role may not alter is named in a notice and left as it is.
+DO $defaults$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT rolname FROM pg_roles
+           WHERE rolcanlogin AND NOT rolsuper AND pg_has_role(oid, 'clock_app', 'MEMBER')
+  LOOP
+    BEGIN
+      EXECUTE format('ALTER ROLE %I SET idle_in_transaction_session_timeout = %L',
+                     r.rolname, '1s');
+      EXECUTE format('ALTER ROLE %I SET statement_timeout = %L', r.rolname, '10s');
+    EXCEPTION WHEN insufficient_privilege THEN
+      RAISE NOTICE 'could not give % its session defaults (%): run ALTER ROLE % SET '
+                   'idle_in_transaction_session_timeout = ''1s'' and statement_timeout = '
+                   '''10s'' as a superuser', r.rolname, SQLERRM, r.rolname;
+    END;
+  END LOOP;
+END $defaults$;
 
 COMMIT;

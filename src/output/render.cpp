@@ -487,6 +487,9 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
                            {"token", run->token},
                            {"started_at", iso8601(run->started)}};
       }
+      item["every_ms"] = event.every ? json(event.every->count()) : json(nullptr);
+      item["previous_every_ms"] =
+          event.previous_every ? json(event.previous_every->count()) : json(nullptr);
       list.push_back(item);
     }
     return json{{"events", list}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -515,6 +518,12 @@ std::string render_history(const std::vector<store::HistoryEvent>& events, Forma
                      : std::string(store::to_string(leftover.fate)));
       }
       what += " (left " + left + ")";
+    }
+    if (const auto& every = event.every) {
+      what += " (every " + util::format_duration(*every) +
+              (event.previous_every ? ", was " + util::format_duration(*event.previous_every)
+                                    : std::string()) +
+              ")";
     }
     if (const auto& run = event.done_by) {
       what += " (done by " + escape_for_terminal(run->host) + ", token " +

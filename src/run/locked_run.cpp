@@ -149,6 +149,8 @@ int release_after_run(store::Store& store, const HeldLocks& held, const RunEnd& 
   if (held.request.ttl > std::chrono::milliseconds(0))
     release.expires_by = end.last_held + held.request.ttl + std::chrono::seconds(1);
   record_leftovers(store, held, end);
+  if (release.succeeded && held.after_success)
+    held.after_success();
   try {
     store.release(release);
   } catch (const Error& error) {

@@ -24,6 +24,9 @@ struct HeldLocks {
   // More work while the command runs (declaring its expected period), off
   // the path of its start; none: nothing more.
   std::function<void()> beside_command = {};
+  // Called once the command exited 0, before the release, while the leases
+  // are still held (declaring a changed expected period); none: nothing.
+  std::function<void()> after_success = {};
   // Called with the exit status once the leases are released, before clock
   // may leave with _exit (the ping of the job's end); none: nothing.
   std::function<void(int status)> after_release = {};

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "error.hpp"
+#include "lock/limits.hpp"
 #include "util/process_group.hpp"
 #include "util/process_identity.hpp"
 
@@ -77,7 +78,7 @@ DeadHolders* dead_holders_of(Store& store) {
 }
 
 std::string holder_died_by(const Caller& claimer) {
-  return describe(claimer) + " (holder died)";
+  return lock::bounded(describe(claimer) + " (holder died)", lock::k_max_by_bytes);
 }
 
 std::optional<HolderTrace> this_holder(pid_t job_group, const std::string& job_cgroup) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lock/limits.hpp"
+
 namespace clk::store {
 
 milliseconds waiter_lifetime(milliseconds ttl) {
@@ -34,12 +36,15 @@ std::string_view to_string(EventKind kind) {
       return "killed";
     case EventKind::refused:
       return "refused";
+    case EventKind::period_changed:
+      return "period_changed";
   }
   return "unknown";
 }
 
 std::string describe(const Caller& caller) {
-  return caller.user + "@" + caller.host + " pid " + std::to_string(caller.pid);
+  return lock::bounded(caller.user + "@" + caller.host + " pid " + std::to_string(caller.pid),
+                       lock::k_max_by_bytes);
 }
 
 std::string by_of(const Caller& caller, const lock::OwnerInfo& holder) {

@@ -207,14 +207,15 @@ enum class EventKind {
   skipped,
   timed_out,
   killed,
-  refused
+  refused,
+  period_changed  // a resource's expected period declared or changed (expect_runs)
 };
 std::string_view to_string(EventKind kind);
 std::optional<EventKind> event_kind_of(std::string_view name);
 inline constexpr EventKind k_event_kinds[] = {
-    EventKind::acquired,  EventKind::released, EventKind::expired,
-    EventKind::forced,    EventKind::lost,     EventKind::skipped,
-    EventKind::timed_out, EventKind::killed,   EventKind::refused};
+    EventKind::acquired, EventKind::released,      EventKind::expired,   EventKind::forced,
+    EventKind::lost,     EventKind::skipped,       EventKind::timed_out, EventKind::killed,
+    EventKind::refused,  EventKind::period_changed};
 
 // A resource's expected period (man clock, COMMANDS, missed runs): clock run --once-per D
 // or --every D declares that each of its resources must run successfully
@@ -337,6 +338,10 @@ struct HistoryEvent {
   // released by clock run: how its command ended; none for other events
   // and for records written before clock kept it.
   std::optional<RunExit> exit;
+  // period_changed: the period declared, and the one it replaced (none: the
+  // resource's first).
+  std::optional<milliseconds> every;
+  std::optional<milliseconds> previous_every;
 };
 
 struct GcOptions {

@@ -176,11 +176,57 @@ TEST_SUITE("missed runs") {
     CHECK(expected_of(env, "ev")["overdue"] == false);
   }
 
+  // docs/threat-model.md, "Expected periods": until a period changed only
+  // with a successful run, `run --every 30d -- false` turned the overdue
+  // (CRITICAL) job below into OK, and nothing in history said so.
+  TEST_CASE(
+      "a failed run cannot change an expected period: clock missed still exits 2; a successful "
+      "one can, and every declaration and change is history (period_changed) with who made it") {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"run", "-r", "nightbk", "--every", "1s", "--", "true"}), 0);
+    std::this_thread::sleep_for(1100ms);
+    REQUIRE_EXIT(env.clock({"missed", "nightbk"}), 2);
+
+    CHECK_EXIT(env.clock({"run", "-r", "nightbk", "--every", "30d", "--", "false"}), 1);
+    CHECK_EXIT(env.clock({"missed", "nightbk"}), 2);
+    CHECK(expected_of(env, "nightbk")["every_ms"] == 1000);
+    Result attempts = env.clock({"history", "nightbk", "--format", "json"});
+    const json events = json::parse(attempts.out)["events"];
+    INFO(attempts.out);
+    // Newest first: the failed run's release and grant, then the first
+    // run's release, its declaration (1 s: there was none) and its grant.
+    REQUIRE(events.size() == 5);
+    CHECK(events[0]["event"] == "released");
+    CHECK(events[1]["event"] == "acquired");
+    CHECK(events[3]["event"] == "period_changed");
+    CHECK(events[3]["every_ms"] == 1000);
+    CHECK(events[3]["previous_every_ms"].is_null());
+
+    // A successful run changes it, and the change names the run.
+    REQUIRE_EXIT(env.clock({"run", "-r", "nightbk", "--every", "30d", "--", "true"}), 0);
+    CHECK(expected_of(env, "nightbk")["every_ms"] == 30LL * 24 * 3600 * 1000);
+    Result after = env.clock({"missed", "nightbk"});
+    CHECK((after.status == 0 || after.status == 1));  // no longer overdue
+    Result changes =
+        env.clock({"history", "nightbk", "--event", "period_changed", "--format", "json"});
+    const json changed = json::parse(changes.out)["events"];
+    INFO(changes.out);
+    REQUIRE(changed.size() == 2);
+    CHECK(changed[0]["every_ms"] == 30LL * 24 * 3600 * 1000);
+    CHECK(changed[0]["previous_every_ms"] == 1000);
+    CHECK(changed[0]["command"].get<std::string>().find("true") != std::string::npos);
+    CHECK(changed[0]["by"].get<std::string>().find(" pid ") != std::string::npos);
+    CHECK_FALSE(changed[0]["db_user"].get<std::string>().empty());
+  }
+
   TEST_CASE("bad --every and --since values are usage errors, one line each") {
     TestEnv env;
     for (const auto& args :
          std::vector<std::vector<std::string>>{{"run", "-r", "x", "--every", "0", "--", "true"},
                                                {"run", "-r", "x", "--every", "soon", "--", "true"},
+                                               {"run", "-r", "x", "--every", "1ms", "--", "true"},
+                                               {"run", "-r", "x", "--every", "999ms", "--", "true"},
+                                               {"run", "-r", "x", "--every", "367d", "--", "true"},
                                                {"missed", "--since", "yesterday"}}) {
       Result result = env.clock(args);
       CAPTURE(args.back());
@@ -205,6 +251,7 @@ TEST_SUITE("missed runs") {
                            "ALTER TABLE history DROP COLUMN leftovers; "
                            "ALTER TABLE history DROP COLUMN exit_code; "
                            "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "DROP TABLE period_changes; "
                            "ALTER TABLE leases DROP COLUMN holder_boot_id; "
                            "ALTER TABLE leases DROP COLUMN holder_pid_ns; "
                            "ALTER TABLE leases DROP COLUMN holder_pid_start; "

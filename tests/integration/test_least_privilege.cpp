@@ -46,6 +46,7 @@ class Roles {
   Roles& operator=(const Roles&) = delete;
 
   std::string app_url() const { return m_env.url() + " user=" + m_app; }
+  const std::string& app_name() const { return m_app; }
   std::string operator_url() const { return m_env.url() + " user=" + m_operator; }
   std::map<std::string, std::string> as_app() const { return {{"CLOCK_DATABASE_URL", app_url()}}; }
   std::map<std::string, std::string> as_operator() const {
@@ -335,6 +336,122 @@ TEST_SUITE("least privilege") {
       CHECK(stranger.finish() == 0);
     }
     psql(env, env.url(), "DROP ROLE IF EXISTS " + stranger_role);
+  }
+
+  // docs/threat-model.md, "Bounds of a call": an app login that keeps a
+  // call's transaction open, and one that names 20,000 resources in one
+  // call, beside a job renewing a 3 s lease of that hierarchy, a sibling's
+  // run -n and an operator's forced release, all calling this release's
+  // functions (its routine set). Without the bounds the open transaction held
+  // the hierarchy's row for as long as the login liked: the job lost its
+  // lease (79), the sibling waited its 2 s and was recorded as skipped (75)
+  // and the forced release timed out (69); the long call held it for a
+  // minute.
+  TEST_CASE(
+      "clock_app cannot stall a hierarchy: a transaction left open after a call ends "
+      "within 1 s, and a call naming 20,000 resources is refused at once" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    Roles roles(env);
+    Result set = psql(env, env.url(), "SELECT name FROM clock.routine_sets WHERE name <> 'clock'");
+    REQUIRE_EXIT(set, 0);
+    REQUIRE(set.out.starts_with("clock_r"));
+    const std::string functions = set.out.substr(0, set.out.find('\n'));
+    auto job = env.spawn(env.clock_command(
+        {"run", "--ttl", "3s", "-r", "stall.job", "--", "sleep", "5"}, roles.as_app()));
+    REQUIRE(await([&] { return !env.holders_of("stall.job").empty(); }, 30s));
+    Acquired victim = acquire_as(env, roles.as_app(), {"-r", "stall.victim", "--ttl", "60s"});
+
+    pg::PsqlSession hostile(env, roles.app_url());
+    hostile.execute("\\set ON_ERROR_STOP off");
+    hostile.execute("BEGIN");
+    std::string granted = hostile.execute(
+        "SELECT " + functions +
+        ".try_acquire('', '{stall.other}', 'exclusive', 0, gen_random_uuid(), 60000, "
+        "'r-hostile', true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')");
+    INFO("in a transaction: " << granted);
+    CHECK(granted.find("granted") != std::string::npos);
+    // Left open, holding the hierarchy's row: the session ends 1 s later.
+
+    auto many = env.spawn(env.command(
+        {"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", roles.app_url(), "-c",
+         "SELECT " + functions +
+             ".renew('', (SELECT array_agg('stall.n' || g) FROM generate_series(1, 20000) g), "
+             "gen_random_uuid(), '{}', 60000, '', 'x')"}));
+    auto sibling = env.spawn(
+        env.clock_command({"run", "-n", "-r", "stall.sib", "--", "true"}, roles.as_app()));
+    Result forced = env.clock({"release", "--force", "-r", "stall.victim"}, roles.as_operator());
+    CHECK_EXIT(forced, 0);
+    CHECK(env.holders_of("stall.victim").empty());
+    CHECK_EXIT(sibling->wait(60s), 0);
+    CHECK_EXIT(job->wait(60s), 0);
+    Result many_result = many->wait(120s);
+    INFO(many_result.describe());
+    CHECK(many_result.status != 0);
+    CHECK(many_result.err.find("20000 resources in one call: at most 64") != std::string::npos);
+    CHECK(victim.token() > 0);
+    Result skipped = env.clock({"history", "stall.sib", "--event", "skipped", "--format", "json"});
+    CHECK(json::parse(skipped.out)["events"].empty());
+    Result idle = psql(env, env.url(),
+                       "SELECT count(*) FROM pg_stat_activity WHERE usename = '" +
+                           roles.app_name() + "' AND state LIKE 'idle in transaction%'");
+    CHECK(idle.out == "0\n");
+    hostile.finish();
+  }
+
+  // docs/threat-model.md, "Bounds of a call": every routine of this
+  // release that takes hierarchy rows, the ones added for run ends and dead
+  // holders too, refuses more than 64 resources and over-long text before
+  // it takes any.
+  TEST_CASE("every routine of this release refuses 65 resources and over-long text at once" *
+            ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    Roles roles(env);
+    Result set = psql(env, env.url(), "SELECT name FROM clock.routine_sets WHERE name <> 'clock'");
+    REQUIRE_EXIT(set, 0);
+    const std::string f = set.out.substr(0, set.out.find('\n')) + ".";
+    const std::string names = "(SELECT array_agg('b.n' || g) FROM generate_series(1, 65) g)";
+    const std::string id = "gen_random_uuid()";
+    const std::vector<std::pair<std::string, std::string>> calls = {
+        {f + "try_acquire('', " + names + ", 'exclusive', 0, " + id +
+             ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')",
+         "65 resources in one call: at most 64"},
+        {f + "renew('', " + names + ", " + id + ", '{}', 60000, '', 'x')",
+         "65 resources in one call: at most 64"},
+        {f + "note_leftovers('', " + names + ", " + id + ", '{}', '[]', '', 'x')",
+         "65 resources in one call: at most 64"},
+        {f + "release('', " + names + ", " + id + ", '', 'x', 'h', '{}', false)",
+         "65 resources in one call: at most 64"},
+        {f + "release2('', " + names + ", " + id + ", '', 'x', 'h', '{}', false, 0, NULL)",
+         "65 resources in one call: at most 64"},
+        {f + "leave_queue('', " + names + ", " + id + ", 'r', '')",
+         "65 resources in one call: at most 64"},
+        {f + "record_missed_run('timed_out', '', " + names + ", " + id +
+             ", 'exclusive', 'h', '', 1, 'u', 'c', NULL, '')",
+         "65 resources in one call: at most 64"},
+        {f + "expect_runs('', " + names + ", 1000, " + id + ", '', 'x')",
+         "65 resources in one call: at most 64"},
+        {f + "note_holder('', " + names + ", " + id + ", '{}', 'boot', 1, 1, 1, 0, '', '', 'x')",
+         "65 resources in one call: at most 64"},
+        {f + "end_dead_lease('', 'b', " + id + ", 1, 'boot', 1, 1, 1, repeat('x', 513))",
+         "too long"},
+        {f + "try_acquire('', '{b}', 'exclusive', 0, " + id +
+             ", 60000, 'r', false, 'h', '', 1, 'u', repeat('c', 4097), NULL, false, '', 'x')",
+         "too long"},
+        {f + "release2('', '{b}', " + id +
+             ", '', 'x', 'h', (SELECT array_agg(g::bigint) FROM generate_series(1, 65) g), false, "
+             "0, NULL)",
+         "a lineage of 65 pids: at most 64"}};
+    for (const auto& [call, refusal] : calls) {
+      Result result = psql(env, roles.app_url(), "SELECT " + call);
+      INFO(call << "\n" << result.describe());
+      CHECK(result.status != 0);
+      CHECK(result.err.find(refusal) != std::string::npos);
+    }
+    Result forced =
+        psql(env, roles.operator_url(), "SELECT " + f + "force_release('', " + names + ", 'x')");
+    INFO(forced.describe());
+    CHECK(forced.err.find("65 resources in one call: at most 64") != std::string::npos);
   }
 
   TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history" *

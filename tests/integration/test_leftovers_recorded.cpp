@@ -214,6 +214,7 @@ TEST_SUITE("run") {
                            "ALTER TABLE history DROP COLUMN leftovers; "
                            "ALTER TABLE history DROP COLUMN exit_code; "
                            "ALTER TABLE history DROP COLUMN exit_signal; DROP TABLE run_results; "
+                           "DROP TABLE period_changes; "
                            "ALTER TABLE leases DROP COLUMN holder_boot_id; "
                            "ALTER TABLE leases DROP COLUMN holder_pid_ns; "
                            "ALTER TABLE leases DROP COLUMN holder_pid_start; "
@@ -226,7 +227,7 @@ TEST_SUITE("run") {
     REQUIRE(holders.size() == 1);
     CHECK(holders[0].at("token") == held.token());
     CHECK(holders[0].at("leftovers").empty());
-    CHECK(env.shell("sqlite3 \"$DB\" 'PRAGMA user_version'", {{"DB", db}}).out == "12\n");
+    CHECK(env.shell("sqlite3 \"$DB\" 'PRAGMA user_version'", {{"DB", db}}).out == "13\n");
     CHECK_EXIT(env.clock({"release", "-r", "held", "--owner", held.credential}), 0);
   }
 

@@ -33,11 +33,12 @@ TEST_SUITE("output contracts") {
   TEST_CASE("status and missed --format json with expected runs validate against their schemas") {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"run", "-r", "ok.job", "--every", "1h", "--", "true"}), 0);
-    REQUIRE_EXIT(env.clock({"run", "-r", "late", "--once-per", "500ms", "--", "true"}), 0);
-    REQUIRE_EXIT(env.clock({"--namespace", "dc-eu1", "run", "-r", "never", "--every", "300ms", "--",
-                            "false"}),
-                 1);
-    std::this_thread::sleep_for(1200ms);
+    // Periods of a second, the shortest --every takes.
+    REQUIRE_EXIT(env.clock({"run", "-r", "late", "--once-per", "1s", "--", "true"}), 0);
+    REQUIRE_EXIT(
+        env.clock({"--namespace", "dc-eu1", "run", "-r", "never", "--every", "1s", "--", "false"}),
+        1);
+    std::this_thread::sleep_for(2100ms);
     Result status = env.clock({"status", "--format", "json"});
     REQUIRE(status.status == 1);  // nothing held
     INFO(status.out);
@@ -47,6 +48,11 @@ TEST_SUITE("output contracts") {
     CHECK_EXIT(missed, 2);
     INFO(missed.out);
     CHECK_EXIT(validate(env, "missed", missed.out, "missed.json"), 0);
+    // Each declaration is history (period_changed), in the history schema.
+    Result history = env.clock({"--namespace", "dc-eu1", "history", "--format", "json"});
+    REQUIRE_EXIT(history, 0);
+    CHECK(history.out.find("\"period_changed\"") != std::string::npos);
+    CHECK_EXIT(validate(env, "history", history.out, "history.json"), 0);
     Result none = env.clock({"missed", "nothing.here", "--format", "json"});
     CHECK_EXIT(none, 0);
     CHECK_EXIT(validate(env, "missed", none.out, "missed-empty.json"), 0);

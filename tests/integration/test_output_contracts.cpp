@@ -171,7 +171,8 @@ TEST_SUITE("output contracts") {
     CHECK_EXIT(env.clock({"run", "-n", "-E", "0", "-r", "c", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "-w", "200ms", "-r", "c", "--", "true"}), 75);
     CHECK_EXIT(env.clock({"run", "--max-runtime", "200ms", "-r", "k", "--", "sleep", "30"}), 124);
-    // skipped under --once-per, naming the run that did the period (done_by)
+    // skipped under --once-per, naming the run that did the period (done_by);
+    // the first run declares the period (period_changed)
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "p", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "p", "--", "true"}), 0);
     // released by clock run with how its command ended: an exit code, a signal
@@ -190,7 +191,8 @@ TEST_SUITE("output contracts") {
     for (const auto& event : events)
       kinds.insert(event["event"].get<std::string>());
     CHECK(kinds == std::set<std::string>{"acquired", "released", "forced", "expired", "lost",
-                                         "skipped", "timed_out", "killed", "refused"});
+                                         "skipped", "timed_out", "killed", "refused",
+                                         "period_changed"});
     for (const auto& event : events) {
       if (event["event"] == "forced" || event["event"] == "refused")
         CHECK(event["by"].get<std::string>().find('@') != std::string::npos);

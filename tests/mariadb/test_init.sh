@@ -65,7 +65,7 @@ status=$?
 check "clock init exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
 tables=$(sql -e "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = '$db'")
 check "init made the tables ($tables)" test "$tables" = \
-  "expected_runs,hierarchy_locks,history,last_success,leases,procedures_stamp,routine_sets,run_counts,run_results,schema_migrations,successes,tokens,waiters"
+  "expected_runs,hierarchy_locks,history,last_success,leases,period_changes,procedures_stamp,routine_sets,run_counts,run_results,schema_migrations,successes,tokens,waiters"
 # Every migration of sql/mariadb/migrations, read from the folder so that a new one needs no edit here.
 all_migrations=$(cd "$(dirname "$0")/../../sql/mariadb/migrations" && LC_ALL=C ls *.sql | sed 's/\.sql$//' | paste -sd,)
 all_versions=$(cd "$(dirname "$0")/../../sql/mariadb/migrations" && LC_ALL=C ls *.sql | sed 's/_.*//; s/^0*//' | paste -sd,)

@@ -40,12 +40,23 @@ CREATE OR REPLACE FUNCTION clock_rec_nth(p_array LONGTEXT, p_i INT)
 
 -- Refuses arguments the lock model forbids (check_names() on PostgreSQL):
 -- a namespace of at most 255 bytes, a non-empty JSON array of valid,
--- distinct resource names.
+-- distinct resource names, at most 64 of them (a call's work and the time
+-- it holds its hierarchy slot rows grow with its resources:
+-- docs/threat-model.md, "Bounds of a call"). Every procedure that takes
+-- slot rows calls it before its START TRANSACTION, so it also refuses a
+-- call made inside the caller's own transaction: that START TRANSACTION
+-- would silently commit the caller's work, and clock's client calls each
+-- procedure with autocommit on and no transaction open.
 CREATE OR REPLACE PROCEDURE clock_rec_check_names(IN p_namespace VARBINARY(1024),
                                                   IN p_resources LONGTEXT)
   NO SQL SQL SECURITY INVOKER
 BEGIN
   DECLARE v_message VARCHAR(255);
+  IF @@in_transaction THEN
+    SIGNAL SQLSTATE '25001'
+      SET MESSAGE_TEXT = 'clock''s procedures run as one statement of their own (autocommit), '
+                         'not inside a transaction the caller opened';
+  END IF;
   IF p_namespace IS NULL OR LENGTH(p_namespace) > 255 THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'invalid namespace: at most 255 bytes, not NULL';
   END IF;
@@ -53,6 +64,10 @@ BEGIN
      OR JSON_LENGTH(p_resources) = 0 THEN
     SIGNAL SQLSTATE '22023'
       SET MESSAGE_TEXT = 'no resource given (resources are a JSON array of names)';
+  END IF;
+  IF JSON_LENGTH(p_resources) > 64 THEN
+    SET v_message = CONCAT(JSON_LENGTH(p_resources), ' resources in one call: at most 64');
+    SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = v_message;
   END IF;
   SET v_message = (SELECT CONCAT('invalid resource name ', QUOTE(LEFT(COALESCE(t.r, 'null'), 64)))
                    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
@@ -64,6 +79,19 @@ BEGIN
       FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t)
      <> JSON_LENGTH(p_resources) THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'a resource is named twice in one request';
+  END IF;
+END;
+
+-- A caller's command line is shown by status and history to everyone: at
+-- most 4096 bytes (check_bounds() on PostgreSQL; the client cuts it to that,
+-- src/lock/limits.hpp). Host, ip, user and who asked are bounded by the
+-- procedures' VARCHAR parameters (255, 64, 255, 512), which a strict
+-- sql_mode refuses to overfill and any other truncates.
+CREATE OR REPLACE PROCEDURE clock_rec_check_command(IN p_command TEXT)
+  NO SQL SQL SECURITY INVOKER
+BEGIN
+  IF LENGTH(p_command) > 4096 THEN
+    SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = 'too long: a command at most 4096 bytes';
   END IF;
 END;
 

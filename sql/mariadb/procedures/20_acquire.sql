@@ -93,6 +93,7 @@ BEGIN
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
+  CALL clock_rec_check_command(p_command);
   SET v_owner = clock_rec_owner(p_owner);
   IF p_mode IS NULL OR p_mode NOT IN ('exclusive', 'shared') OR p_slots IS NULL OR p_slots < 0
      OR p_ttl_ms IS NULL OR p_ttl_ms < 0 OR v_owner IS NULL

@@ -312,6 +312,9 @@ BEGIN
   IF p_lineage IS NULL OR NOT JSON_VALID(p_lineage) THEN
     SET p_lineage = '[]';
   END IF;
+  IF JSON_LENGTH(p_lineage) > 64 THEN  -- the caller's pid and its ancestors'
+    SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = 'a lineage of more than 64 pids';
+  END IF;
   SET v_count = JSON_LENGTH(p_resources);
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;

@@ -112,6 +112,7 @@ BEGIN
              'by', h.forced_by, 'db_user', h.db_user,
              'leftovers', JSON_EXTRACT(h.leftovers, '$'),
              'exit_code', h.exit_code, 'exit_signal', h.exit_signal,
+             'every_ms', h.every_ms, 'previous_every_ms', h.previous_every_ms,
              'in_the_way', IF(h.in_the_way_owner IS NOT NULL AND h.done_by_started_us IS NULL,
                               JSON_OBJECT('owner', h.in_the_way_owner,
                                           'host', h.in_the_way_host,
@@ -121,13 +122,32 @@ BEGIN
                                        'token', h.in_the_way_token,
                                        'started', h.done_by_started_us), NULL))
              ORDER BY h.id DESC), '[]')
-    FROM (SELECT * FROM history
-          WHERE (p_namespace IS NULL OR namespace = p_namespace)
-            AND (p_prefix IS NULL OR resource = p_prefix
-                 OR (resource > v_below AND resource < v_above))
-            AND (p_event IS NULL OR event = p_event)
-            AND (v_from IS NULL OR at_us >= v_from)
-            AND (p_host IS NULL OR host = p_host)
+    FROM ((SELECT id, at_us, event, namespace, resource, owner, mode, token, held_for_us, host,
+                  ip, pid, user_name, command, forced_by, db_user, leftovers, exit_code,
+                  exit_signal, in_the_way_owner, in_the_way_host, in_the_way_token,
+                  done_by_started_us, NULL AS every_ms, NULL AS previous_every_ms
+           FROM history
+           WHERE (p_namespace IS NULL OR namespace = p_namespace)
+             AND (p_prefix IS NULL OR resource = p_prefix
+                  OR (resource > v_below AND resource < v_above))
+             AND (p_event IS NULL OR event = p_event)
+             AND (v_from IS NULL OR at_us >= v_from)
+             AND (p_host IS NULL OR host = p_host)
+           ORDER BY id DESC
+           LIMIT v_limit)
+          UNION ALL
+          (SELECT id, at_us, 'period_changed', namespace, resource, owner, mode, token, NULL,
+                  host, ip, pid, user_name, command, forced_by, db_user, NULL, NULL, NULL, NULL,
+                  NULL, NULL, NULL, every_ms, previous_every_ms
+           FROM period_changes
+           WHERE (p_namespace IS NULL OR namespace = p_namespace)
+             AND (p_prefix IS NULL OR resource = p_prefix
+                  OR (resource > v_below AND resource < v_above))
+             AND (p_event IS NULL OR p_event = 'period_changed')
+             AND (v_from IS NULL OR at_us >= v_from)
+             AND (p_host IS NULL OR host = p_host)
+           ORDER BY id DESC
+           LIMIT v_limit)
           ORDER BY id DESC
           LIMIT v_limit) AS h
     INTO v_result;

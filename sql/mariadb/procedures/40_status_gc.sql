@@ -86,7 +86,8 @@ END;
 -- of a resource and its descendants, of one event; each {"id", "at",
 -- "event", "namespace", "resource", "owner", "mode", "token",
 -- "held_for_ms", "host", "ip", "pid", "user", "command", "by", "db_user",
--- "leftovers", "in_the_way", "done_by"} as on PostgreSQL: "leftovers" is
+-- "leftovers", "every_ms", "previous_every_ms", "in_the_way", "done_by"} as
+-- on PostgreSQL: "leftovers" is
 -- the array the lease ended with (released, forced, expired, lost), null on
 -- any other event or a lease that left nothing, the key always there, as
 -- PostgreSQL's jsonb_build_object writes it. JSON_EXTRACT(…, '$') hands
@@ -124,6 +125,7 @@ BEGIN
              'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
              'by', h.forced_by, 'db_user', h.db_user,
              'leftovers', JSON_EXTRACT(h.leftovers, '$'),
+             'every_ms', h.every_ms, 'previous_every_ms', h.previous_every_ms,
              'in_the_way', IF(h.in_the_way_owner IS NOT NULL AND h.done_by_started_us IS NULL,
                               JSON_OBJECT('owner', h.in_the_way_owner,
                                           'host', h.in_the_way_host,
@@ -133,11 +135,28 @@ BEGIN
                                        'token', h.in_the_way_token,
                                        'started', h.done_by_started_us), NULL))
              ORDER BY h.id DESC), '[]')
-    FROM (SELECT * FROM history
-          WHERE (p_namespace IS NULL OR namespace = p_namespace)
-            AND (p_prefix IS NULL OR resource = p_prefix
-                 OR (resource > v_below AND resource < v_above))
-            AND (p_event IS NULL OR event = p_event)
+    FROM ((SELECT id, at_us, event, namespace, resource, owner, mode, token, held_for_us, host,
+                  ip, pid, user_name, command, forced_by, db_user, leftovers, exit_code,
+                  exit_signal, in_the_way_owner, in_the_way_host, in_the_way_token,
+                  done_by_started_us, NULL AS every_ms, NULL AS previous_every_ms
+           FROM history
+           WHERE (p_namespace IS NULL OR namespace = p_namespace)
+             AND (p_prefix IS NULL OR resource = p_prefix
+                  OR (resource > v_below AND resource < v_above))
+             AND (p_event IS NULL OR event = p_event)
+           ORDER BY id DESC
+           LIMIT v_limit)
+          UNION ALL
+          (SELECT id, at_us, 'period_changed', namespace, resource, owner, mode, token, NULL,
+                  host, ip, pid, user_name, command, forced_by, db_user, NULL, NULL, NULL, NULL,
+                  NULL, NULL, NULL, every_ms, previous_every_ms
+           FROM period_changes
+           WHERE (p_namespace IS NULL OR namespace = p_namespace)
+             AND (p_prefix IS NULL OR resource = p_prefix
+                  OR (resource > v_below AND resource < v_above))
+             AND (p_event IS NULL OR p_event = 'period_changed')
+           ORDER BY id DESC
+           LIMIT v_limit)
           ORDER BY id DESC
           LIMIT v_limit) AS h
     INTO v_result;
@@ -150,7 +169,8 @@ END;
 -- {"expired_leases", "dead_waiters", "history_rows", "idle_counters"}. One
 -- batch: up to p_batch expired leases (recorded 'expired' at the instant
 -- they lapsed), dead waiters and, with p_history_older_than_ms, history rows
--- older than that and the run counters of resources with no history, lease
+-- (period changes too, counted with them) older than that and the run
+-- counters of resources with no history, lease
 -- or queue entry left. p_dry_run counts everything there is (not one batch)
 -- and removes nothing. A lease counts as expired p_expiry_margin_ms after
 -- its expiry (clock_try_acquire says why; 0 off Galera).
@@ -179,6 +199,7 @@ BEGIN
     SELECT COUNT(*) INTO v_leases FROM leases WHERE expires_us <= v_judged;
     SELECT COUNT(*) INTO v_waiters FROM waiters WHERE expires_us <= v_now;
     SELECT COUNT(*) INTO v_history FROM history WHERE at_us < v_cutoff;
+    SELECT v_history + COUNT(*) INTO v_history FROM period_changes WHERE at_us < v_cutoff;
     IF v_cutoff IS NOT NULL THEN
       SELECT COUNT(*) INTO v_counters FROM run_counts c
         WHERE NOT EXISTS (SELECT 1 FROM history h
@@ -211,6 +232,11 @@ BEGIN
       FOR g IN (SELECT id FROM history WHERE at_us < v_cutoff
                 ORDER BY id LIMIT v_batch FOR UPDATE SKIP LOCKED) DO
         DELETE FROM history WHERE id = g.id;
+        SET v_history = v_history + ROW_COUNT();
+      END FOR;
+      FOR g IN (SELECT id FROM period_changes WHERE at_us < v_cutoff
+                ORDER BY id LIMIT v_batch FOR UPDATE SKIP LOCKED) DO
+        DELETE FROM period_changes WHERE id = g.id;
         SET v_history = v_history + ROW_COUNT();
       END FOR;
       -- The run counters of resources nobody has used for longer than the

@@ -40,6 +40,7 @@ BEGIN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
   END IF;
   CALL clock_rec_check_names(p_namespace, p_resources);
+  CALL clock_rec_check_command(p_command);
   SET v_owner = clock_rec_owner(p_owner);
   IF v_owner IS NULL THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'record_missed_run: no owner';

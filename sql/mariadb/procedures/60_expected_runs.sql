@@ -9,7 +9,9 @@
 -- p_by): one row, expect_runs = 1 when declared, 0 when refused. Declares
 -- that each of p_resources (a JSON array) must run successfully every
 -- p_every_ms: inserts the expectation or updates its period, keeping
--- declared_us; a row already right is not written. Only the holder
+-- declared_us; a row already right is not written. Each declaration or
+-- change is recorded as 'period_changed' (see PostgreSQL's expect_runs()
+-- for when clock run declares). Only the holder
 -- declares (a period silences or raises the alarm of a job): p_owner must hold
 -- a live lease on every resource that p_secret proves; an owner id whose
 -- secret the caller lacks is recorded as 'refused', with p_by. Takes no
@@ -26,6 +28,12 @@ BEGIN
   DECLARE v_refuses BOOLEAN;
   DECLARE v_unheld BIGINT;
   DECLARE v_hash VARCHAR(128) CHARACTER SET ascii DEFAULT clock_rec_secret_hash(p_secret);
+  DECLARE v_count INT;
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(1024);
+  DECLARE v_declared BIGINT;
+  DECLARE v_was BIGINT;
+  DECLARE v_id BIGINT;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   IF p_every_ms IS NULL OR p_every_ms <= 0 THEN
@@ -51,6 +59,32 @@ BEGIN
        AND (l.secret_hash IS NULL OR l.secret_hash <=> v_hash)
   WHERE l.owner IS NULL;
   IF NOT v_refuses AND v_unheld = 0 THEN
+    -- Each period declared or changed is history ('period_changed', in
+    -- period_changes: migration 007), with the declaring lease's facts, who
+    -- asked and the login (USER()), read before the upsert below changes it.
+    -- Its id is one of history's AUTO_INCREMENT: a row inserted and deleted
+    -- again in this transaction, which no other session ever sees.
+    SET v_count = JSON_LENGTH(p_resources);
+    WHILE v_i < v_count DO
+      SET v_resource = clock_rec_nth(p_resources, v_i);
+      SELECT COUNT(*), MAX(every_ms) INTO v_declared, v_was FROM expected_runs
+      WHERE namespace = p_namespace AND resource = v_resource;
+      IF v_declared = 0 OR v_was <> p_every_ms THEN
+        INSERT INTO history (at_us, event, namespace, resource, owner)
+        VALUES (v_now, 'refused', p_namespace, v_resource, p_owner);
+        SET v_id = LAST_INSERT_ID();
+        DELETE FROM history WHERE id = v_id;
+        INSERT INTO period_changes (id, at_us, namespace, resource, owner, mode, token, host, ip,
+                                    pid, user_name, command, forced_by, db_user, every_ms,
+                                    previous_every_ms)
+        SELECT v_id, v_now, p_namespace, l.resource, p_owner, l.mode, l.token, l.host, l.ip,
+               l.pid, l.user_name, l.command, COALESCE(p_by, ''), USER(), p_every_ms,
+               IF(v_declared = 0, NULL, v_was)
+        FROM leases l
+        WHERE l.namespace = p_namespace AND l.resource = v_resource AND l.owner = p_owner;
+      END IF;
+      SET v_i = v_i + 1;
+    END WHILE;
     -- IF(): an unchanged row is left alone (no new row version, no write).
     INSERT INTO expected_runs (namespace, resource, every_ms, declared_us)
     SELECT p_namespace, CAST(t.r AS BINARY), p_every_ms, v_now

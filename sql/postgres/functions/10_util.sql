@@ -66,19 +66,82 @@ AS $$
          AND p_name ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}$'
 $$;
 
+-- Bounds how long a caller may keep the rows a call takes: the hierarchy
+-- rows stay locked until the caller's transaction ends, and a caller that
+-- keeps its transaction open (BEGIN; SELECT clock.try_acquire(…); then
+-- nothing) would hold up every grant, renewal and forced release of those
+-- hierarchies. So the rest of the caller's transaction gets
+-- idle_in_transaction_session_timeout = 1s: set_config(…, true) lasts until
+-- the transaction ends, beyond the function (none of clock's functions sets
+-- this parameter in its SET clause, which would undo it at the function's
+-- exit), and PostgreSQL ends a session left idle in its transaction that
+-- long, which releases its locks. 1 s, under the 2 s that a -n request
+-- waits for a hierarchy row (lock_hierarchies): a sibling's run -n is not
+-- refused because a login left its transaction idle. clock's client sends
+-- each call as one autocommit statement, which is never idle in a
+-- transaction. What a login can still do (docs/threat-model.md, "Bounds of a call"): set the
+-- parameter back, or keep one statement running. The schema owner (or a
+-- superuser, a member of every role) is left alone: it could lock these
+-- rows directly anyway. Inside a SECURITY DEFINER function current_user is
+-- the schema owner and session_user the login. (A call cannot tell whether
+-- an earlier statement opened its transaction: with the extended query
+-- protocol, which clock uses, the statement's start is the Execute
+-- message's, later than the transaction's.)
+CREATE OR REPLACE FUNCTION @schema@.bound_caller_transaction() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT pg_has_role(session_user, current_user, 'MEMBER') THEN
+    PERFORM set_config('idle_in_transaction_session_timeout', '1s', true);
+  END IF;
+END $$;
+
+-- The bounds of a call (docs/threat-model.md, "Bounds of a call"), for the
+-- fast paths that come before check_names(): the caller's transaction
+-- (bound_caller_transaction), at most 64 resources, and bounded text. What
+-- the caller says about itself is shown by status and history to everyone,
+-- so none of it may be unbounded; the client cuts its facts to these
+-- lengths (src/lock/limits.hpp) before it sends them. NULL text is left to
+-- the callers' own checks.
+CREATE OR REPLACE FUNCTION @schema@.check_bounds(p_resources text[], p_host text, p_ip text,
+                                                 p_user text, p_command text, p_by text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM @schema@.bound_caller_transaction();
+  IF cardinality(p_resources) > 64 THEN
+    RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+      MESSAGE = format('%s resources in one call: at most 64', cardinality(p_resources));
+  END IF;
+  IF octet_length(p_host) > 255 OR octet_length(p_ip) > 64 OR octet_length(p_user) > 255
+     OR octet_length(p_command) > 4096 OR octet_length(p_by) > 512 THEN
+    RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+      MESSAGE = 'too long: host and user at most 255 bytes, ip 64, command 4096, '
+                'who asked 512';
+  END IF;
+END $$;
+
 -- Refuses arguments the lock model forbids (man clock, DESCRIPTION), so that a program
--- calling the functions directly cannot store a name clock would reject.
+-- calling the functions directly cannot store a name clock would reject,
+-- and more than 64 resources in one call (a call's work and the time it
+-- holds its hierarchy rows grow with its resources: docs/threat-model.md).
+-- Every operation function calls it or check_bounds() first, so it also
+-- bounds the caller's transaction (bound_caller_transaction).
 CREATE OR REPLACE FUNCTION @schema@.check_names(p_namespace text, p_resources text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   v_bad text;
 BEGIN
+  PERFORM @schema@.bound_caller_transaction();
   IF p_namespace IS NULL OR octet_length(p_namespace) > 255 THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'invalid namespace: at most 255 bytes, not NULL';
   END IF;
   IF p_resources IS NULL OR cardinality(p_resources) = 0 THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'no resource given';
+  END IF;
+  IF cardinality(p_resources) > 64 THEN
+    RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+      MESSAGE = format('%s resources in one call: at most 64', cardinality(p_resources));
   END IF;
   SELECT r INTO v_bad FROM unnest(p_resources) AS r
   WHERE NOT @schema@.is_resource_name(r)
@@ -311,4 +374,53 @@ AS $$
           AND NOT (e.slots > 0 AND w.slots > 0 AND e.resource = w.resource)
           AND (e.resource = ANY (array_prepend(w.resource, @schema@.ancestors(w.resource)))
                OR (e.resource > w.resource || '.' AND e.resource < w.resource || '/')))) AS heads
+$$;
+
+-- The newest p_limit events of history and of period_changes (migration
+-- 018: each declared or changed expected period, as 'period_changed'), in one
+-- order of ids, optionally of one namespace, of a resource and its
+-- descendants, of one event, at or after p_from and of host p_host (NULL: no
+-- such filter). What history() (40_status_gc.sql) and history2()
+-- (35_run_ends.sql) build their JSON from.
+CREATE OR REPLACE FUNCTION @schema@.history_events(p_namespace text, p_prefix text,
+                                                   p_limit integer, p_event text,
+                                                   p_from timestamptz, p_host text)
+RETURNS TABLE (id bigint, at timestamptz, event text, namespace text, resource text,
+               owner uuid, mode text, token bigint, held_for interval, host text, ip text,
+               pid bigint, user_name text, command text, forced_by text, db_user text,
+               leftovers jsonb, exit_code integer, exit_signal integer,
+               in_the_way_owner uuid, in_the_way_host text, in_the_way_token bigint,
+               done_by_started_at timestamptz, every_ms bigint, previous_every_ms bigint)
+LANGUAGE sql STABLE
+AS $$
+  SELECT * FROM (
+    (SELECT h.id, h.at, h.event, h.namespace, h.resource, h.owner, h.mode, h.token, h.held_for,
+            h.host, h.ip, h.pid, h.user_name, h.command, h.forced_by, h.db_user, h.leftovers,
+            h.exit_code, h.exit_signal, h.in_the_way_owner, h.in_the_way_host,
+            h.in_the_way_token, h.done_by_started_at, NULL::bigint, NULL::bigint
+     FROM @schema@.history h
+     WHERE (p_namespace IS NULL OR h.namespace = p_namespace)
+       AND (p_prefix IS NULL OR h.resource = p_prefix
+            OR (h.resource > p_prefix || '.' AND h.resource < p_prefix || '/'))
+       AND (p_event IS NULL OR h.event = p_event)
+       AND (p_from IS NULL OR h.at >= p_from)
+       AND (p_host IS NULL OR h.host = p_host)
+     ORDER BY h.id DESC
+     LIMIT greatest(p_limit, 0))
+    UNION ALL
+    (SELECT c.id, c.at, 'period_changed', c.namespace, c.resource, c.owner, c.mode, c.token,
+            NULL::interval, c.host, c.ip, c.pid, c.user_name, c.command, c.forced_by, c.db_user,
+            NULL::jsonb, NULL::integer, NULL::integer, NULL::uuid, NULL::text, NULL::bigint,
+            NULL::timestamptz, c.every_ms, c.previous_every_ms
+     FROM @schema@.period_changes c
+     WHERE (p_namespace IS NULL OR c.namespace = p_namespace)
+       AND (p_prefix IS NULL OR c.resource = p_prefix
+            OR (c.resource > p_prefix || '.' AND c.resource < p_prefix || '/'))
+       AND (p_event IS NULL OR p_event = 'period_changed')
+       AND (p_from IS NULL OR c.at >= p_from)
+       AND (p_host IS NULL OR c.host = p_host)
+     ORDER BY c.id DESC
+     LIMIT greatest(p_limit, 0))) AS e
+  ORDER BY e.id DESC
+  LIMIT greatest(p_limit, 0)
 $$;

@@ -104,6 +104,7 @@ DECLARE
   v_reply jsonb;
   v_entered boolean := false;  -- fast path 0 found the caller's live queue entry
 BEGIN
+  PERFORM @schema@.check_bounds(p_resources, p_host, p_ip, p_user, p_command, p_by);
   -- The owner's proof first: an id bound to another secret (owner_refuses)
   -- is granted nothing, queued nowhere and keeps its queue entries; the
   -- refusal is recorded with who asked.
@@ -362,6 +363,7 @@ BEGIN
       MESSAGE = 'record_missed_run: the event is timed_out, killed or skipped, not ' || p_event;
   END IF;
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, p_host, p_ip, p_user, p_command, NULL);
   IF @schema@.owner_refuses(p_owner, p_secret) THEN
     PERFORM @schema@.record_refused(clock_timestamp(), p_namespace, p_resources, p_owner, p_mode,
                                     p_host, p_ip, p_pid, p_user, p_command, '');

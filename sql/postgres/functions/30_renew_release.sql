@@ -45,6 +45,7 @@ DECLARE
   l @schema@.leases;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
   IF p_owner IS NULL OR p_ttl_ms IS NULL OR p_ttl_ms < 0 OR p_tokens IS NULL
      OR (cardinality(p_tokens) > 0 AND cardinality(p_tokens) <> cardinality(p_resources)) THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -136,6 +137,7 @@ DECLARE
   l @schema@.leases;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
   IF p_owner IS NULL OR p_tokens IS NULL
      OR (cardinality(p_tokens) > 0 AND cardinality(p_tokens) <> cardinality(p_resources))
      OR (p_leftovers IS NOT NULL AND jsonb_typeof(p_leftovers) <> 'array') THEN
@@ -219,6 +221,11 @@ DECLARE
   v_refused jsonb := '[]';
   v_removed boolean := false;
 BEGIN
+  PERFORM @schema@.check_bounds(p_resources, p_host, NULL, NULL, NULL, p_by);
+  IF cardinality(p_lineage) > 64 THEN  -- the caller's pid and its ancestors'
+    RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+      MESSAGE = format('a lineage of %s pids: at most 64', cardinality(p_lineage));
+  END IF;
   -- The fast path: one resource, held by the caller once (depth 1) and live,
   -- which is every release of `clock run`. It takes only arguments that
   -- check_names() would accept; anything else, and any other case (several
@@ -353,6 +360,7 @@ DECLARE
   v_removed uuid[] := '{}';
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_forced_by);
   PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 20_acquire.sql

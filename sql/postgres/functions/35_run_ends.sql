@@ -67,10 +67,11 @@ BEGIN
   RETURN v_reply;
 END $$;
 
--- history() with two more filters and the exit of each run: only events at
--- or after p_since_us (microseconds since the epoch) and at or after now -
--- p_within_ms (the server's clock), and only those of host p_host; NULL: no
--- such filter.
+-- history() with two more filters and the exit of each run (and, as in
+-- history(), a period_changed event's every_ms and previous_every_ms): only
+-- events at or after p_since_us (microseconds since the epoch) and at or
+-- after now - p_within_ms (the server's clock), and only those of host
+-- p_host; NULL: no such filter.
 CREATE OR REPLACE FUNCTION @schema@.history2(p_namespace text, p_prefix text, p_limit integer,
                                              p_event text, p_since_us bigint,
                                              p_within_ms bigint, p_host text)
@@ -86,6 +87,7 @@ AS $$
            'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
            'by', h.forced_by, 'db_user', h.db_user, 'leftovers', h.leftovers,
            'exit_code', h.exit_code, 'exit_signal', h.exit_signal,
+           'every_ms', h.every_ms, 'previous_every_ms', h.previous_every_ms,
            'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL
                                AND h.done_by_started_at IS NULL THEN jsonb_build_object(
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
@@ -94,17 +96,11 @@ AS $$
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
              'token', h.in_the_way_token, 'started', @schema@.usec(h.done_by_started_at)) END)
            ORDER BY h.id DESC), '[]')
-  FROM (SELECT * FROM @schema@.history
-        WHERE (p_namespace IS NULL OR namespace = p_namespace)
-          AND (p_prefix IS NULL OR resource = p_prefix
-               OR (resource > p_prefix || '.' AND resource < p_prefix || '/'))
-          AND (p_event IS NULL OR event = p_event)
-          AND (p_since_us IS NULL
-               OR at >= 'epoch'::timestamptz + p_since_us * interval '1 microsecond')
-          AND (p_within_ms IS NULL OR at >= clock_timestamp() - p_within_ms * interval '1 ms')
-          AND (p_host IS NULL OR host = p_host)
-        ORDER BY id DESC
-        LIMIT greatest(p_limit, 0)) AS h
+  FROM @schema@.history_events(
+         p_namespace, p_prefix, p_limit, p_event,
+         greatest('epoch'::timestamptz + p_since_us * interval '1 microsecond',
+                  clock_timestamp() - p_within_ms * interval '1 ms'),
+         p_host) AS h
 $$;
 
 -- Each resource's run results (migration 016), of one namespace (NULL: all)

@@ -74,7 +74,8 @@ AS $$
 $$;
 
 -- The newest p_limit events, optionally of one namespace and of a resource
--- and its descendants. Returns a JSON array, newest first.
+-- and its descendants (history_events). Returns a JSON array, newest
+-- first.
 CREATE OR REPLACE FUNCTION @schema@.history(p_namespace text, p_prefix text, p_limit integer,
                                             p_event text)
 RETURNS jsonb
@@ -88,6 +89,7 @@ AS $$
            'held_for_ms', (extract(epoch FROM h.held_for) * 1000)::bigint, 'host', h.host,
            'ip', h.ip, 'pid', h.pid, 'user', h.user_name, 'command', h.command,
            'by', h.forced_by, 'db_user', h.db_user, 'leftovers', h.leftovers,
+           'every_ms', h.every_ms, 'previous_every_ms', h.previous_every_ms,
            'in_the_way', CASE WHEN h.in_the_way_owner IS NOT NULL
                                AND h.done_by_started_at IS NULL THEN jsonb_build_object(
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
@@ -96,18 +98,12 @@ AS $$
              'owner', h.in_the_way_owner, 'host', h.in_the_way_host,
              'token', h.in_the_way_token, 'started', @schema@.usec(h.done_by_started_at)) END)
            ORDER BY h.id DESC), '[]')
-  FROM (SELECT * FROM @schema@.history
-        WHERE (p_namespace IS NULL OR namespace = p_namespace)
-          AND (p_prefix IS NULL OR resource = p_prefix
-               OR (resource > p_prefix || '.' AND resource < p_prefix || '/'))
-          AND (p_event IS NULL OR event = p_event)
-        ORDER BY id DESC
-        LIMIT greatest(p_limit, 0)) AS h
+  FROM @schema@.history_events(p_namespace, p_prefix, p_limit, p_event, NULL, NULL) AS h
 $$;
 
 -- One batch of garbage collection: up to p_batch expired leases (recorded as
 -- expired), dead waiters and, with p_history_older_than_ms, history rows
--- older than that. With p_dry_run, counts everything there is to remove
+-- (and period changes, counted with them) older than that. With p_dry_run, counts everything there is to remove
 -- (not limited to a batch) and removes nothing. Returns {"expired_leases",
 -- "dead_waiters", "history_rows"}.
 CREATE OR REPLACE FUNCTION @schema@.gc_batch(p_batch integer, p_history_older_than_ms bigint,
@@ -124,6 +120,7 @@ DECLARE
   v_leases bigint;
   v_waiters bigint;
   v_history bigint;
+  v_changes bigint;
   v_counters bigint := 0;
   v_gone @schema@.leases[];
 BEGIN
@@ -131,6 +128,7 @@ BEGIN
     SELECT count(*) INTO v_leases FROM @schema@.leases WHERE expires_at <= v_now;
     SELECT count(*) INTO v_waiters FROM @schema@.waiters WHERE expires_at <= v_now;
     SELECT count(*) INTO v_history FROM @schema@.history WHERE at < v_cutoff;
+    v_history := v_history + (SELECT count(*) FROM @schema@.period_changes WHERE at < v_cutoff);
     IF v_cutoff IS NOT NULL THEN
       SELECT count(*) INTO v_counters FROM @schema@.run_counts c
       WHERE NOT EXISTS (SELECT 1 FROM @schema@.history h
@@ -163,6 +161,11 @@ BEGIN
     WHERE id IN (SELECT id FROM @schema@.history WHERE at < v_cutoff
                  ORDER BY id LIMIT p_batch FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS v_history = ROW_COUNT;
+    DELETE FROM @schema@.period_changes
+    WHERE id IN (SELECT id FROM @schema@.period_changes WHERE at < v_cutoff
+                 ORDER BY id LIMIT p_batch FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS v_changes = ROW_COUNT;
+    v_history := v_history + v_changes;
     -- The run counters of resources nobody has used for longer than the
     -- history kept: no history, lease or queue entry left. A grant racing
     -- this delete may see its counter start again from 1, a counter reset

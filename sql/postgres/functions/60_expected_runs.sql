@@ -43,7 +43,12 @@ END $create$;
 
 -- Declares that each of p_resources must run successfully every p_every_ms
 -- (clock run --once-per or --every): inserts the expectation, or updates its
--- period, keeping declared_at; a row already right is not written. Only for
+-- period, keeping declared_at; a row already right is not written. Each
+-- declaration or change is recorded as 'period_changed'. clock run declares
+-- a resource that has no period when its command starts, and changes one
+-- only after its command exited 0 (docs/threat-model.md, "Expected
+-- periods"); a holder calling this directly can change it at any time, and
+-- the change names its login. Only for
 -- p_owner holding a live lease on every resource that p_secret proves:
 -- otherwise nothing is written and the answer is false (and, for an owner
 -- id whose secret the caller lacks, 'refused' is recorded, with p_by).
@@ -58,6 +63,7 @@ SET lock_timeout = '5s'
 AS $$
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
   IF p_every_ms IS NULL OR p_every_ms <= 0 THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'expect_runs: the period must be longer than 0';
@@ -78,13 +84,34 @@ BEGIN
                  AND @schema@.proves(l.secret_hash, p_secret))) THEN
     RETURN false;
   END IF;
-  INSERT INTO @schema@.expected_runs AS e (namespace, resource, every_ms, declared_at)
-  SELECT p_namespace, r, p_every_ms, clock_timestamp()
-  FROM unnest(p_resources) AS r
-  ORDER BY r  -- one order of row locks for every caller
-  ON CONFLICT (namespace, resource) DO UPDATE
-  SET every_ms = EXCLUDED.every_ms
-  WHERE e.every_ms <> EXCLUDED.every_ms;
+  -- Each period declared or changed is history ('period_changed', in
+  -- period_changes: migration 018), with the declaring lease's facts, who
+  -- asked and the login (db_user): the period decides what `clock missed`
+  -- reports, so its changes are kept. Numbered from history's sequence.
+  WITH before AS (
+    SELECT r, e.every_ms AS was
+    FROM unnest(p_resources) AS r
+    LEFT JOIN @schema@.expected_runs e ON e.namespace = p_namespace AND e.resource = r),
+  changed AS (
+    INSERT INTO @schema@.expected_runs AS e (namespace, resource, every_ms, declared_at)
+    SELECT p_namespace, r, p_every_ms, clock_timestamp()
+    FROM unnest(p_resources) AS r
+    ORDER BY r  -- one order of row locks for every caller
+    ON CONFLICT (namespace, resource) DO UPDATE
+    SET every_ms = EXCLUDED.every_ms
+    WHERE e.every_ms <> EXCLUDED.every_ms
+    RETURNING e.resource)
+  INSERT INTO @schema@.period_changes (id, at, namespace, resource, owner, mode, token, host, ip,
+                                       pid, user_name, command, forced_by, every_ms,
+                                       previous_every_ms)
+  SELECT nextval(pg_get_serial_sequence('@schema@.history', 'id')), clock_timestamp(),
+         p_namespace, c.resource, p_owner, l.mode, l.token, l.host, l.ip, l.pid, l.user_name,
+         l.command, coalesce(p_by, ''), p_every_ms, b.was
+  FROM changed c
+  JOIN before b ON b.r = c.resource
+  JOIN @schema@.leases l
+    ON l.namespace = p_namespace AND l.resource = c.resource AND l.owner = p_owner
+  ORDER BY c.resource;
   RETURN true;
 END $$;
 

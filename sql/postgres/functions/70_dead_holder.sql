@@ -31,6 +31,7 @@ DECLARE
   l @schema@.leases;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
+  PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
   IF p_owner IS NULL OR p_tokens IS NULL
      OR (cardinality(p_tokens) > 0 AND cardinality(p_tokens) <> cardinality(p_resources))
      OR p_boot_id IS NULL OR octet_length(p_boot_id) > 64
@@ -127,8 +128,9 @@ DECLARE
   l @schema@.leases;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, ARRAY[p_resource]);
+  PERFORM @schema@.check_bounds(ARRAY[p_resource], NULL, NULL, NULL, NULL, p_by);
   IF p_owner IS NULL OR p_token IS NULL OR p_boot_id IS NULL OR p_pid_ns IS NULL
-     OR p_pid IS NULL OR p_pid_start IS NULL OR octet_length(p_by) > 1024 THEN
+     OR p_pid IS NULL OR p_pid_start IS NULL THEN
     RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
       MESSAGE = 'end_dead_lease: the owner, token, boot id, pid namespace, pid and start time '
                 'are all needed';

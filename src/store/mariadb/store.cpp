@@ -22,6 +22,7 @@
 #include "store/mariadb/routine_sets.hpp"
 #include "store/mariadb/rows.hpp"
 #include "store/mariadb/schema.hpp"
+#include "store/mariadb/server_log.hpp"
 #include "store/mariadb/waiting_pace.hpp"
 #include "store/server/expected_rows.hpp"
 #include "store/server/json_replies.hpp"
@@ -334,7 +335,8 @@ class MariadbStore : public Store, public DeadHolders {
 
   // On a Galera node: how far its clock is from the other nodes', when
   // that is more than k_skew_warning or cannot be measured. A node refused
-  // for its skew is said here too; the operation itself exits 78.
+  // for its skew is said here too; the operation itself exits 78. And
+  // whether the server's general or slow log keeps owner secrets.
   std::vector<std::string> setup_warnings() override {
     try {
       patience(k_check_patience);
@@ -347,6 +349,8 @@ class MariadbStore : public Store, public DeadHolders {
       warnings.push_back(*m_skew->refusal);
     else if (m_skew && m_skew->warning)
       warnings.push_back(*m_skew->warning);
+    if (auto warning = secrets_in_server_log_warning(m_connection))
+      warnings.push_back(std::move(*warning));
     for (auto& warning : retired_routines())
       warnings.push_back(std::move(warning));
     return warnings;

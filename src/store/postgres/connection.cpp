@@ -41,6 +41,9 @@ class NoticeLog final : public pqxx::errorhandler {
   }
 };
 
+// How often a waiter looks again for notifications at most (Connection::await).
+constexpr milliseconds k_notified_recheck{20};
+
 // Registering it LISTENs. The functions of sql/postgres address a
 // notification to one waiter (its owner id as payload) or to all (empty).
 class ChangeListener final : public pqxx::notification_receiver {
@@ -571,7 +574,17 @@ void Connection::await(const std::string& channel, const std::string& wanted,
     s.listener->woken = false;
     for (;;) {
       auto left = duration_cast<microseconds>(until - steady_clock::now()).count();
-      if (left <= 0 || s.listener->woken) {
+      if (s.listener->woken) {
+        // Any login may NOTIFY this channel, as often as it likes: however
+        // many notifications come, the waiter looks again at most once per
+        // k_notified_recheck. A release wakes each head once, so this
+        // changes nothing for a queue that moves.
+        std::this_thread::sleep_until(std::min(until, m_last_woken + k_notified_recheck));
+        m_last_woken = steady_clock::now();
+        m_await_backoff.reset();
+        return;
+      }
+      if (left <= 0) {
         m_await_backoff.reset();
         return;
       }

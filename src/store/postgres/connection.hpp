@@ -117,7 +117,9 @@ class Connection {
   // returns at once, so that the caller looks again before sleeping on a
   // change it could have missed. Never throws: a broken connection is dropped
   // (the next call reopens it) and a short, growing back-off slept away, so
-  // the caller looks again soon after a restart or failover.
+  // the caller looks again soon after a restart or failover. Returns for a
+  // notification at most once every 20 ms: one that comes sooner after the
+  // last is answered 20 ms after it (docs/threat-model.md, "Notifications").
   void await(const std::string& channel, const std::string& wanted,
              std::chrono::steady_clock::duration timeout);
 
@@ -163,6 +165,10 @@ class Connection {
   // waiters cut off together by a restart or failover do not come back
   // together, and reset once a wait works.
   util::Backoff m_await_backoff;
+  // When await() last returned for a notification: any login may NOTIFY
+  // clock's channel, so a flood of them must not make a waiter look again
+  // more often than every k_notified_recheck (connection.cpp).
+  std::chrono::steady_clock::time_point m_last_woken;
   std::chrono::steady_clock::time_point m_last_used;  // the start of the last call
 };
 

@@ -312,11 +312,17 @@ std::vector<HistoryEvent> parse_history(const std::string& text) {
                          .in_the_way = in_the_way_of(row),
                          .done_by = std::nullopt,
                          .leftovers = {},
-                         .exit = std::nullopt};
+                         .exit = std::nullopt,
+                         .every = std::nullopt,
+                         .previous_every = std::nullopt};
       event.done_by = done_by_of(row, event.resource);
       if (row.contains("leftovers"))
         event.leftovers = leftovers_of(row.at("leftovers"));
       event.exit = run_exit_of(row.value("exit_code", json()), row.value("exit_signal", json()));
+      if (row.contains("every_ms") && !row.at("every_ms").is_null())
+        event.every = milliseconds(integer_of(row.at("every_ms")));
+      if (row.contains("previous_every_ms") && !row.at("previous_every_ms").is_null())
+        event.previous_every = milliseconds(integer_of(row.at("previous_every_ms")));
       events.push_back(std::move(event));
     }
     return events;

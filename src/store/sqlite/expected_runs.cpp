@@ -6,6 +6,7 @@
 #include "error.hpp"
 #include "store/sqlite/rows.hpp"
 #include "store/sqlite/sqlite_store.hpp"
+#include "util/process_facts.hpp"
 
 namespace clk::store::sqlite {
 
@@ -43,6 +44,32 @@ bool declared_by_holder(Database& db, const Expectation& expectation, std::int64
   return true;
 }
 
+// Whether declaring expectation.every on `resource` declares or changes its
+// period (the holder's lease is there: declared_by_holder).
+bool period_changes(Database& db, const Expectation& expectation, const lock::Resource& resource) {
+  auto stmt = db.prepare(
+      "SELECT 1 FROM expected_runs WHERE namespace = ?1 AND resource = ?2 AND every_ms = ?3");
+  stmt.bind(1, expectation.ns).bind(2, resource.str());
+  stmt.bind(3, std::int64_t{expectation.every.count()});
+  return !stmt.step();
+}
+
+// The next id of history's AUTOINCREMENT sequence, taken for a row of
+// period_changes (migration 013): history and period changes are numbered
+// in one order, and no later history row gets this id.
+std::int64_t take_history_id(Database& db) {
+  auto next = db.prepare(
+      "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'history'), 0),"
+      " coalesce((SELECT max(id) FROM history), 0),"
+      " coalesce((SELECT max(id) FROM period_changes), 0)) + 1");
+  next.step();
+  const std::int64_t id = next.integer(0);
+  db.prepare("UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'history'").bind(1, id).run();
+  if (db.changes() == 0)
+    db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('history', ?1)").bind(1, id).run();
+  return id;
+}
+
 }  // namespace
 
 void expect_runs(Database& db, const Expectation& expectation, std::int64_t now_ms) {
@@ -55,6 +82,29 @@ void expect_runs(Database& db, const Expectation& expectation, std::int64_t now_
                     expectation.owner.str() + " holds no live lease on every resource named");
   }
   for (const auto& resource : expectation.resources) {
+    // A period declared or changed is history ('period_changed', in
+    // period_changes), with the declaring lease's facts, who asked and the
+    // login, as expect_runs() in sql/postgres/functions/60_expected_runs.sql;
+    // read before the upsert.
+    if (period_changes(db, expectation, resource)) {
+      db.prepare(
+            "INSERT INTO period_changes (id, at, namespace, resource, owner, mode, token, host,"
+            " ip, pid, user, command, by, db_user, every_ms, previous_every_ms)"
+            " SELECT ?8, ?4, l.namespace, l.resource, l.owner, l.mode, l.token, l.host, l.ip,"
+            " l.pid, l.user, l.command, ?5, ?6, ?7, e.every_ms"
+            " FROM leases l LEFT JOIN expected_runs e"
+            "   ON e.namespace = l.namespace AND e.resource = l.resource"
+            " WHERE l.namespace = ?1 AND l.resource = ?2 AND l.owner = ?3")
+          .bind(1, expectation.ns)
+          .bind(2, resource.str())
+          .bind(3, expectation.owner.str())
+          .bind(4, now_ms)
+          .bind(5, describe(expectation.caller))
+          .bind(6, util::user_name())
+          .bind(7, std::int64_t{expectation.every.count()})
+          .bind(8, take_history_id(db))
+          .run();
+    }
     db.prepare(
           "INSERT INTO expected_runs (namespace, resource, every_ms, declared_at)"
           " VALUES (?1, ?2, ?3, ?4)"

@@ -105,7 +105,9 @@ HistoryEvent read_history(const Statement& row) {
                      .in_the_way = std::nullopt,
                      .done_by = std::nullopt,
                      .leftovers = {},
-                     .exit = std::nullopt};
+                     .exit = std::nullopt,
+                     .every = std::nullopt,
+                     .previous_every = std::nullopt};
   event.leftovers = decode_leftovers(row.text(20));
   if (auto code = row.optional_integer(21))
     event.exit = RunExit{static_cast<int>(*code), 0};
@@ -113,6 +115,10 @@ HistoryEvent read_history(const Statement& row) {
     event.exit = RunExit{std::nullopt, static_cast<int>(*signal)};
   if (auto held = row.optional_integer(8))
     event.held_for = std::chrono::milliseconds(*held);
+  if (auto every = row.optional_integer(23))
+    event.every = std::chrono::milliseconds(*every);
+  if (auto previous = row.optional_integer(24))
+    event.previous_every = std::chrono::milliseconds(*previous);
   // A run whose period was done names that run where a busy one names the holder.
   if (!row.is_null(15) && !row.is_null(18)) {
     event.done_by = PeriodRun{event.resource, lock::OwnerId::trusted(row.text(15)), row.text(16),

@@ -19,6 +19,12 @@
   "id, at, event, namespace, resource, owner, mode, token, held_ms, host, ip, pid, user, " \
   "command, by, in_the_way_owner, in_the_way_host, in_the_way_token, done_by_started_at, " \
   "db_user, leftovers, exit_code, exit_signal"
+// A row of period_changes (migration 013) in the columns of a history row
+// followed by every_ms and previous_every_ms: read_history reads both.
+#define CLOCK_PERIOD_CHANGE_COLUMNS                                                       \
+  "id, at, 'period_changed', namespace, resource, owner, mode, token, NULL, host, ip, "   \
+  "pid, user, command, by, NULL, NULL, NULL, NULL, db_user, NULL, NULL, NULL, every_ms, " \
+  "previous_every_ms"
 
 namespace clk::store::sqlite {
 

@@ -141,12 +141,19 @@ Snapshot SqliteStore::status(const StatusQuery& query) {
 std::vector<HistoryEvent> SqliteStore::history(const HistoryQuery& query) {
   sqlite::ReadTransaction tx(m_db);
   auto stmt =
+      // history and the period changes (migration 013), whose ids are one sequence
       m_db.prepare("SELECT " CLOCK_HISTORY_COLUMNS
+                   ", NULL, NULL"
                    " FROM history WHERE (?1 IS NULL OR namespace = ?1)"
                    "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
                    "   AND (?6 IS NULL OR event = ?6)"
                    "   AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR host = ?8)"
-                   " ORDER BY id DESC LIMIT ?5");
+                   " UNION ALL SELECT " CLOCK_PERIOD_CHANGE_COLUMNS
+                   " FROM period_changes WHERE (?1 IS NULL OR namespace = ?1)"
+                   "   AND (?2 IS NULL OR resource = ?2 OR (resource > ?3 AND resource < ?4))"
+                   "   AND (?6 IS NULL OR ?6 = 'period_changed')"
+                   "   AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR host = ?8)"
+                   " ORDER BY 1 DESC LIMIT ?5");
   if (query.ns)
     stmt.bind(1, *query.ns);
   else
@@ -240,6 +247,11 @@ GcReport SqliteStore::gc(const GcOptions& options) {
         "SELECT count(*) FROM history WHERE at < ?1",
         "DELETE FROM history WHERE id IN (SELECT id FROM history WHERE at < ?1 LIMIT ?2)",
         now - options.history_older_than->count());
+    report.history_rows +=
+        count_or_delete("SELECT count(*) FROM period_changes WHERE at < ?1",
+                        "DELETE FROM period_changes WHERE id IN"
+                        " (SELECT id FROM period_changes WHERE at < ?1 LIMIT ?2)",
+                        now - options.history_older_than->count());
     // The run counters of resources nobody has used for longer than the
     // history kept: no history, lease or queue entry left (as gc_batch() on
     // PostgreSQL). A dry run deleted no history, so it counts by the cutoff.
