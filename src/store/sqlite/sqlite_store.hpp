@@ -192,7 +192,7 @@ class SqliteStore final : public Store, public DeadHolders {
   }
 
   Database m_db;
-  MigrationReport m_migrated;  // what this process's migrate() calls changed
+  MigrationReport m_migrated;        // what this process's migrate() calls changed
   std::int64_t m_seen_version = -1;  // data_version when an acquire was last blocked
   // still_holds(): the data_version at which `m_held_owner` last held its leases.
   std::int64_t m_held_version = -1;
