@@ -19,10 +19,11 @@ work=$(mktemp -d /tmp/clock-mariadb-bad-days.XXXXXX)
 root_url="mariadb://root@localhost/$db?socket=$socket"
 : >"$work/clock.toml"
 run_clock() { HOME="$work" XDG_CONFIG_HOME="$work" CLOCK_CONFIG="$work/clock.toml" "$clock" "$@"; }
-# Waits (up to 30 s) until `clock status` on RESOURCE shows PATTERN.
+# Waits (up to 60 s, however slow each status is: a sanitizer build on a
+# loaded machine) until `clock status` on RESOURCE shows PATTERN.
 await_status() {
-  local resource=$1 pattern=$2
-  for _ in $(seq 600); do
+  local resource=$1 pattern=$2 until=$((SECONDS + 60))
+  while ((SECONDS < until)); do
     run_clock --database "$root_url" status --format json "$resource" 2>/dev/null | grep -q "$pattern" && return 0
     sleep 0.05
   done
@@ -35,11 +36,14 @@ as_root -e "CREATE DATABASE $db"
 check "clock init" run_clock --database "$root_url" init
 
 # ---------------------------------------------------------------- 1. a restart
+# Both holders run until the server is back ($work/restarted), so that
+# each holds through the outage however slowly this machine runs.
+hold_until_restarted="while [ ! -e '$work/restarted' ]; do sleep 0.1; done"
 run_clock --database "$root_url" run -r outage.job -- \
-  sh -c "echo \$CLOCK_TOKEN > '$work/job.token'; sleep 6" &
+  sh -c "echo \$CLOCK_TOKEN > '$work/job.token'; $hold_until_restarted; sleep 1" &
 job=$!
 run_clock --database "$root_url" run -r outage.turn -- \
-  sh -c "echo \$CLOCK_TOKEN > '$work/first.token'; sleep 2" &
+  sh -c "echo \$CLOCK_TOKEN > '$work/first.token'; $hold_until_restarted" &
 first=$!
 check "the job holds its lock" await_status outage.job '"holders": \[$'
 check "the first holder holds the other" await_status outage.turn '"holders": \[$'
@@ -50,6 +54,7 @@ check "the waiter is queued" await_status outage.turn '"waiters": \[$'
 check "the server stops" "$ctl" stop
 sleep 3
 check "the server starts again" "$ctl" start
+touch "$work/restarted"
 wait "$job"
 check "the job exits 0 through the restart" test $? -eq 0
 wait "$first"
