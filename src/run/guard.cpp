@@ -92,7 +92,7 @@ int close_all_but(int fd, int kill_fd) {
   _exit(0);
 }
 
-[[noreturn]] void fail(const char* what) {
+[[noreturn]] void fail_guard_start(const char* what) {
   throw Error(ExitCode::cannot_execute, std::string("cannot start the command's guard process: ") +
                                             what + ": " + std::generic_category().message(errno) +
                                             "; check the process limits");
@@ -111,7 +111,7 @@ Guard::Guard() : m_cgroup(JobCgroup::create()) {
   const char* cgroup_path = m_cgroup ? m_cgroup->path().c_str() : nullptr;
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-    fail("socketpair");
+    fail_guard_start("socketpair");
   pid_t pid;
   {
     // No handler of clock's may run in the guard before it ignores them all.
@@ -127,7 +127,7 @@ Guard::Guard() : m_cgroup(JobCgroup::create()) {
     close(fds[0]);
     close(fds[1]);
     errno = saved;
-    fail("fork");
+    fail_guard_start("fork");
   }
   close(fds[0]);
   m_pid = pid;
@@ -141,7 +141,7 @@ Guard::Guard() : m_cgroup(JobCgroup::create()) {
     }
     m_pid = -1;
     errno = saved;
-    fail("setpgid");
+    fail_guard_start("setpgid");
   }
 }
 

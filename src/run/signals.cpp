@@ -29,7 +29,7 @@ bool is_ignored(const struct sigaction& action) {
   return !(action.sa_flags & SA_SIGINFO) && action.sa_handler == SIG_IGN;
 }
 
-[[noreturn]] void fail(const char* what) {
+[[noreturn]] void fail_signal_setup(const char* what) {
   throw Error(ExitCode::internal, std::string("cannot set up signal handling for the command: ") +
                                       what + ": " + std::generic_category().message(errno));
 }
@@ -51,7 +51,7 @@ SignalRelay::SignalRelay() {
   }
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-    fail("pipe");
+    fail_signal_setup("pipe");
   m_read_fd = fds[0];
   m_write_fd = fds[1];
   g_relay_write_fd = m_write_fd;
@@ -67,7 +67,7 @@ SignalRelay::SignalRelay() {
     if (k_caught[i] != SIGCHLD && is_ignored(m_previous[i]))
       continue;
     if (sigaction(k_caught[i], &action, nullptr) != 0)
-      fail("sigaction");
+      fail_signal_setup("sigaction");
     m_installed[i] = true;
   }
 }

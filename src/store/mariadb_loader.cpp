@@ -17,18 +17,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* k_module_file = "clock-mariadb.so";
+constexpr const char* k_mariadb_module_file = "clock-mariadb.so";
 
-struct Module {
+struct MariadbModule {
   decltype(&clock_mariadb_open) open = nullptr;
   decltype(&clock_mariadb_schema_sql) schema_sql = nullptr;
 };
 
-Module load() {
-  auto found = util::find_private_file(k_module_file);
+MariadbModule load_mariadb_module() {
+  auto found = util::find_private_file(k_mariadb_module_file);
   if (!found.path) {
     throw Error(ExitCode::config, "MariaDB support is not installed: no " +
-                                      std::string(k_module_file) + " in " + found.tried +
+                                      std::string(k_mariadb_module_file) + " in " + found.tried +
                                       " (build the clock_mariadb target)");
   }
   const auto& file = *found.path;
@@ -38,7 +38,7 @@ Module load() {
                 "cannot load the MariaDB module " + file.string() + ": " + dlerror());
   }
   const auto* abi = static_cast<const char*>(dlsym(handle, "clock_mariadb_module_abi"));
-  Module module{
+  MariadbModule module{
       reinterpret_cast<decltype(&clock_mariadb_open)>(dlsym(handle, "clock_mariadb_open")),
       reinterpret_cast<decltype(&clock_mariadb_schema_sql)>(
           dlsym(handle, "clock_mariadb_schema_sql"))};
@@ -49,8 +49,8 @@ Module load() {
   return module;
 }
 
-const Module& module() {
-  static const Module loaded = load();
+const MariadbModule& mariadb_module() {
+  static const MariadbModule loaded = load_mariadb_module();
   return loaded;
 }
 
@@ -58,13 +58,13 @@ const Module& module() {
 
 std::unique_ptr<Store> open_mariadb_store(const StoreOptions& options) {
   parse_mariadb_url(options.url);  // a bad URL says what is wrong before anything is loaded
-  return std::unique_ptr<Store>(module().open(options));
+  return std::unique_ptr<Store>(mariadb_module().open(options));
 }
 
 std::string mariadb_schema_sql_from_module(const std::string& url) {
   parse_mariadb_url(url);
   std::string sql;
-  module().schema_sql(sql);
+  mariadb_module().schema_sql(sql);
   return sql;
 }
 

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* k_module_file = "clock-postgres.so";
+constexpr const char* k_postgres_module_file = "clock-postgres.so";
 
 // dlopen with two start-up costs avoided (measured with callgrind, tests/bench):
 // - RTLD_LAZY: libpq brings some twenty libraries (Kerberos, LDAP, GnuTLS,
@@ -42,16 +42,16 @@ void* open_module(const fs::path& file) {
   return handle;
 }
 
-struct Module {
+struct PostgresModule {
   decltype(&clock_postgres_open) open = nullptr;
   decltype(&clock_postgres_schema_sql) schema_sql = nullptr;
 };
 
-Module load() {
-  auto found = util::find_private_file(k_module_file);
+PostgresModule load_postgres_module() {
+  auto found = util::find_private_file(k_postgres_module_file);
   if (!found.path) {
     throw Error(ExitCode::config, "PostgreSQL support is not installed: no " +
-                                      std::string(k_module_file) + " in " + found.tried +
+                                      std::string(k_postgres_module_file) + " in " + found.tried +
                                       " (install the clock package, or build the clock_postgres "
                                       "target)");
   }
@@ -62,7 +62,7 @@ Module load() {
                 "cannot load the PostgreSQL module " + file.string() + ": " + dlerror());
   }
   const auto* abi = static_cast<const char*>(dlsym(handle, "clock_postgres_module_abi"));
-  Module module{
+  PostgresModule module{
       reinterpret_cast<decltype(&clock_postgres_open)>(dlsym(handle, "clock_postgres_open")),
       reinterpret_cast<decltype(&clock_postgres_schema_sql)>(
           dlsym(handle, "clock_postgres_schema_sql"))};
@@ -73,20 +73,20 @@ Module load() {
   return module;
 }
 
-const Module& module() {
-  static const Module loaded = load();
+const PostgresModule& postgres_module() {
+  static const PostgresModule loaded = load_postgres_module();
   return loaded;
 }
 
 }  // namespace
 
 std::unique_ptr<Store> open_postgres_store(const StoreOptions& options) {
-  return std::unique_ptr<Store>(module().open(options));
+  return std::unique_ptr<Store>(postgres_module().open(options));
 }
 
 std::string postgres_schema_sql_from_module(const std::string& pg_schema) {
   std::string sql;
-  module().schema_sql(pg_schema, sql);
+  postgres_module().schema_sql(pg_schema, sql);
   return sql;
 }
 

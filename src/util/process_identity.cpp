@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/proc_file.hpp"
+#include "util/proc_stat.hpp"
 
 namespace clk::util {
 
@@ -36,42 +37,8 @@ std::optional<std::int64_t> pid_namespace() {
   return static_cast<std::int64_t>(facts.st_ino);
 }
 
-namespace {
-
-struct StatFacts {
-  char state = 0;
-  std::int64_t start_ticks = 0;
-};
-
-// State (field 3) and start time (field 22) from /proc/PID/stat. The
-// command name, in parentheses, may hold spaces and ')': the fields after
-// it are counted from the last ')'.
-std::optional<StatFacts> read_stat(pid_t pid) {
-  auto text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!text)
-    return std::nullopt;
-  auto paren = text->rfind(')');
-  if (paren == std::string::npos || paren + 2 >= text->size())
-    return std::nullopt;
-  StatFacts facts;
-  facts.state = (*text)[paren + 2];
-  const char* at = text->c_str() + paren + 1;
-  for (int field = 3; field < 22; ++field) {
-    at = std::strchr(at + 1, ' ');
-    if (at == nullptr)
-      return std::nullopt;
-  }
-  long long ticks = 0;
-  if (std::sscanf(at, " %lld", &ticks) != 1 || ticks < 0)
-    return std::nullopt;
-  facts.start_ticks = ticks;
-  return facts;
-}
-
-}  // namespace
-
 std::optional<std::int64_t> process_start_ticks(pid_t pid) {
-  auto facts = read_stat(pid);
+  auto facts = read_proc_stat(std::to_string(pid));
   if (!facts)
     return std::nullopt;
   return facts->start_ticks;
@@ -82,12 +49,12 @@ Presence process_presence(pid_t pid, std::int64_t start_ticks) {
     return Presence::unknown;
   if (::kill(pid, 0) != 0 && errno == ESRCH)
     return Presence::gone;
-  auto facts = read_stat(pid);
+  auto facts = read_proc_stat(std::to_string(pid));
   if (!facts)  // it exists for kill(), but its /proc entry is hidden or just went
     return ::kill(pid, 0) != 0 && errno == ESRCH ? Presence::gone : Presence::unknown;
   // Another process that reuses the pid, or the process itself exited and
   // waiting only to be reaped (a zombie runs nothing).
-  if (facts->start_ticks != start_ticks || facts->state == 'Z' || facts->state == 'X')
+  if (facts->start_ticks != start_ticks || has_exited(facts->state))
     return Presence::gone;
   return Presence::running;
 }

@@ -24,6 +24,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "mariadb_tools.hpp"
 
 extern char** environ;
@@ -66,11 +67,6 @@ DOCTEST_REGISTER_LISTENER("clock-keep-failed-dirs", 1, clk::test::FailureListene
 namespace clk::test {
 
 namespace {
-
-std::string getenv_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
 
 [[noreturn]] void fail_errno(const std::string& what) {
   throw std::runtime_error(what + ": " + std::strerror(errno));

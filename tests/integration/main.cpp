@@ -9,17 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
-
-namespace {
-
-bool running_in_ci() {
-  const char* ci = std::getenv("CI");
-  std::string value = ci ? ci : "";
-  return !value.empty() && value != "0" && value != "false";
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string backend = clk::test::backend_name();
@@ -30,7 +21,7 @@ int main(int argc, char** argv) {
   }
   const char* pg_url = std::getenv("CLOCK_TEST_PG_URL");
   if (backend == "postgres" && (!pg_url || !*pg_url)) {
-    if (running_in_ci()) {
+    if (clk::test::running_in_ci()) {
       std::cerr << "FAIL: CLOCK_TEST_PG_URL is not set, and CI requires the PostgreSQL run. "
                    "Start a server and set it to a libpq keyword string, e.g. "
                    "'host=/tmp/pg port=5433 user=postgres dbname=postgres'.\n";
@@ -43,7 +34,7 @@ int main(int argc, char** argv) {
   }
   const char* mariadb_url = std::getenv("CLOCK_TEST_MARIADB_URL");
   if (backend == "mariadb" && (!mariadb_url || !*mariadb_url)) {
-    if (running_in_ci()) {
+    if (clk::test::running_in_ci()) {
       std::cerr << "FAIL: CLOCK_TEST_MARIADB_URL is not set, and CI requires the MariaDB run. "
                    "Run the suite under tests/helpers/with-mariadb.sh, which starts a throwaway "
                    "server and sets it.\n";

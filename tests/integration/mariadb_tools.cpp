@@ -9,16 +9,13 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "common_helpers.hpp"
+
 extern char** environ;
 
 namespace clk::test::maria {
 
 namespace {
-
-std::string getenv_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 // Unique on the shared server: several test processes run at once.
 std::string unique_name() {
@@ -34,7 +31,7 @@ std::string unique_name() {
 std::vector<std::string> root_client(const std::string& database, const std::string& statements) {
   std::vector<std::string> argv = {"mariadb",
                                    "--protocol=socket",
-                                   "--socket=" + getenv_or_empty("CLOCK_TEST_MARIADB_SOCKET"),
+                                   "--socket=" + getenv_or("CLOCK_TEST_MARIADB_SOCKET", ""),
                                    "-uroot",
                                    "-N",
                                    "-B"};
@@ -75,7 +72,7 @@ bool enabled() {
 }
 
 bool server_available() {
-  return !getenv_or_empty("CLOCK_TEST_MARIADB_URL").empty();
+  return !getenv_or("CLOCK_TEST_MARIADB_URL", "").empty();
 }
 
 std::string with_database(const std::string& url, const std::string& name) {
@@ -91,7 +88,7 @@ std::string with_database(const std::string& url, const std::string& name) {
 
 Database::Database(const std::filesystem::path& output_dir)
     : m_output_dir(output_dir), m_name(unique_name()) {
-  std::string base = getenv_or_empty("CLOCK_TEST_MARIADB_URL");
+  std::string base = getenv_or("CLOCK_TEST_MARIADB_URL", "");
   if (base.empty())
     throw std::runtime_error("CLOCK_TEST_MARIADB_URL is not set (run under with-mariadb.sh)");
   m_url = with_database(base, m_name);

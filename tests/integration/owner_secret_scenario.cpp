@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
+
 namespace clk::test {
 
 Result clock_as(const TestEnv& env, const Intruder& intruder,
@@ -20,18 +22,6 @@ Result clock_as(const TestEnv& env, const Intruder& intruder,
   argv.insert(argv.end(), args.begin(), args.end());
   return run(env.command(argv, intruder.env), env.path("output"));
 }
-
-namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
-}  // namespace
 
 void intruder_cannot_take_the_lease(const TestEnv& env,
                                     const std::map<std::string, std::string>& holder_env,

@@ -19,14 +19,11 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
+
 namespace clk::test::pg {
 
 namespace {
-
-std::string getenv_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 bool is_uri(const std::string& url) {
   return url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0;
@@ -78,7 +75,7 @@ std::string quoted_value(const std::string& value) {
   return out + "'";
 }
 
-[[noreturn]] void fail_errno(const std::string& what) {
+[[noreturn]] void fail_pg_errno(const std::string& what) {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
@@ -89,16 +86,16 @@ bool enabled() {
 }
 
 doctest::skip only_with_standby() {
-  return doctest::skip(!enabled() || getenv_or_empty("CLOCK_TEST_PG_STANDBY_URL").empty());
+  return doctest::skip(!enabled() || getenv_or("CLOCK_TEST_PG_STANDBY_URL", "").empty());
 }
 
 std::string primary_url(const TestEnv* env) {
-  std::string url = getenv_or_empty("CLOCK_TEST_PG_PRIMARY_URL");
+  std::string url = getenv_or("CLOCK_TEST_PG_PRIMARY_URL", "");
   return env ? with_dbname(url, dbname_of(env->url())) : url;
 }
 
 std::string standby_url(const TestEnv* env) {
-  std::string url = getenv_or_empty("CLOCK_TEST_PG_STANDBY_URL");
+  std::string url = getenv_or("CLOCK_TEST_PG_STANDBY_URL", "");
   return env ? with_dbname(url, dbname_of(env->url())) : url;
 }
 
@@ -134,7 +131,7 @@ std::string with_dbname(const std::string& url, const std::string& dbname) {
 }
 
 std::string pgbouncer_url(const TestEnv& env) {
-  std::string base = getenv_or_empty("CLOCK_TEST_PGBOUNCER_URL");
+  std::string base = getenv_or("CLOCK_TEST_PGBOUNCER_URL", "");
   if (base.empty())
     return "";
   return with_dbname(base, dbname_of(env.url()));
@@ -149,10 +146,10 @@ PsqlSession::PsqlSession(const TestEnv& env, const std::string& url) {
   // keep psql's stdin open.
   int in_pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0)
-    fail_errno("socketpair");
+    fail_pg_errno("socketpair");
   int out_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0)
-    fail_errno("pipe2");
+    fail_pg_errno("pipe2");
 
   Command command =
       env.command({"psql", "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-d", url});
@@ -203,7 +200,7 @@ PsqlSession::PsqlSession(const TestEnv& env, const std::string& url) {
   m_out = out_pipe[0];
   if (error != 0) {
     errno = error;
-    fail_errno("cannot spawn " + program);
+    fail_pg_errno("cannot spawn " + program);
   }
 }
 
@@ -237,13 +234,13 @@ std::string PsqlSession::read_until(const std::string& marker, milliseconds time
     pollfd fd{m_out, POLLIN, 0};
     int ready = poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
     if (ready < 0 && errno != EINTR)
-      fail_errno("poll on psql's output");
+      fail_pg_errno("poll on psql's output");
     if (ready <= 0)
       continue;
     char chunk[4096];
     ssize_t n = read(m_out, chunk, sizeof chunk);
     if (n < 0 && errno != EINTR)
-      fail_errno("read from psql");
+      fail_pg_errno("read from psql");
     if (n == 0) {
       throw std::runtime_error("psql exited before finishing the statement; it printed:\n" +
                                m_transcript);
@@ -327,7 +324,7 @@ void install_roles(const TestEnv& env) {
 }
 
 Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args, milliseconds timeout) {
-  std::string script = getenv_or_empty("CLOCK_TEST_PG_CTL");
+  std::string script = getenv_or("CLOCK_TEST_PG_CTL", "");
   if (script.empty())
     script = std::string(CLOCK_TEST_HELPERS_DIR) + "/pg-ctl.sh";
   std::vector<std::string> argv = {"bash", script};
@@ -337,14 +334,14 @@ Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args, millisec
   for (const char* name :
        {"CLOCK_TEST_PG_BIN", "CLOCK_TEST_PG_DATA", "CLOCK_TEST_PG_LOG", "CLOCK_TEST_PG_RUN_AS",
         "CLOCK_TEST_PG_STANDBY_DATA", "CLOCK_TEST_PG_STANDBY_URL"}) {
-    extra[name] = getenv_or_empty(name);
+    extra[name] = getenv_or(name, "");
   }
   return run(env.command(argv, extra), env.path("output"), timeout);
 }
 
 bool server_answers(const TestEnv& env) {
   Result result = run(env.command({"psql", "-X", "-q", "-A", "-t", "-d",
-                                   getenv_or_empty("CLOCK_TEST_PG_URL"), "-c", "select 1"}),
+                                   getenv_or("CLOCK_TEST_PG_URL", ""), "-c", "select 1"}),
                       env.path("output"), 20s);
   return result.status == 0 && result.out.find('1') != std::string::npos;
 }

@@ -27,6 +27,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 #include "lock_model_reference.hpp"
 #include "mariadb_tools.hpp"
@@ -571,12 +572,6 @@ std::vector<unsigned> seeds() {
   for (int i = 0; i < count; ++i)
     seeds.push_back(base + static_cast<unsigned>(i));
   return seeds;
-}
-
-bool running_in_ci() {
-  const char* ci = std::getenv("CI");
-  std::string value = ci ? ci : "";
-  return !value.empty() && value != "0" && value != "false";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "fault_tools.hpp"
 #include "harness.hpp"
 
@@ -47,11 +48,6 @@ std::optional<double> sample(const std::string& metrics, const std::string& name
   std::smatch match;
   return std::regex_search(metrics, match, line) ? std::optional(std::stod(match[2]))
                                                  : std::nullopt;
-}
-
-std::string promtool() {
-  const char* value = std::getenv("CLOCK_TEST_PROMTOOL");
-  return value && *value ? value : "/usr/bin/promtool";
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ const std::string k_run_args = "--ttl 20s -w 50s -r failover";
 
 // CLOCK_MONOTONIC in nanoseconds, the clock of the section log
 // (steady_clock is CLOCK_MONOTONIC on Linux).
-long long monotonic_ns(Clock::time_point instant) {
+long long monotonic_ns_of(Clock::time_point instant) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(instant.time_since_epoch()).count();
 }
 
@@ -144,22 +144,22 @@ TEST_SUITE("failover") {
 
     // The first grant after the crash (none can come before the promotion).
     auto first_after = std::find_if(grants.begin(), grants.end(), [&](const Section& grant) {
-      return grant.start > monotonic_ns(killed);
+      return grant.start > monotonic_ns_of(killed);
     });
     REQUIRE(first_after != grants.end());
-    const long long kill_ns = monotonic_ns(killed);
+    const long long kill_ns = monotonic_ns_of(killed);
     const double stall = seconds_between(kill_ns, first_after->start);
-    const double after_promotion = seconds_between(monotonic_ns(promoting), first_after->start);
+    const double after_promotion = seconds_between(monotonic_ns_of(promoting), first_after->start);
     const auto after_kill = static_cast<std::size_t>(grants.end() - first_after);
     MESSAGE("failover: the standby was promoted "
-            << seconds_between(kill_ns, monotonic_ns(promoting))
+            << seconds_between(kill_ns, monotonic_ns_of(promoting))
             << " s after the kill (promotion took "
-            << seconds_between(monotonic_ns(promoting), monotonic_ns(promoted)) << " s); stall "
-            << stall << " s from the kill to the first grant after the promotion ("
+            << seconds_between(monotonic_ns_of(promoting), monotonic_ns_of(promoted))
+            << " s); stall " << stall << " s from the kill to the first grant after the promotion ("
             << after_promotion << " s after the promotion began); " << grants.size() << " grants, "
             << after_kill << " after the kill; tokens " << grants.front().token << ".."
             << grants.back().token << ", strictly increasing, none reissued");
-    CHECK(first_after->start > monotonic_ns(promoting));
+    CHECK(first_after->start > monotonic_ns_of(promoting));
     // Every lease was released, on one server or the other: none was left
     // behind (the holder's release meets the failover) to expire.
     std::vector<std::string> events;

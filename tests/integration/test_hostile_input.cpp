@@ -18,6 +18,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 
 using namespace clk::test;
@@ -65,11 +66,6 @@ void check_one_clean_line(const Result& result) {
   INFO(result.describe());
   CHECK(result.err_lines().size() == 1);
   CHECK(!has_control_bytes(result.err));
-}
-
-std::string proc_cmdline(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace

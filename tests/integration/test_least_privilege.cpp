@@ -102,7 +102,7 @@ const std::vector<std::string> k_forbidden_sql = {
     "SELECT clock.record_event('released', now(), l, NULL) FROM clock.leases l",
 };
 
-void check_refused(const TestEnv& env, const std::string& url, const std::string& sql) {
+void check_refused_by_role(const TestEnv& env, const std::string& url, const std::string& sql) {
   CAPTURE(sql);
   Result result = psql(env, url, sql);
   CHECK(result.status != 0);
@@ -177,7 +177,7 @@ TEST_SUITE("least privilege") {
     for (const std::string& call :
          {std::string("SELECT clock.force_release('', ARRAY['mine'], 'app')"),
           std::string("SELECT clock.gc_batch(100, 0, false)")}) {
-      check_refused(env, roles.app_url(), call);
+      check_refused_by_role(env, roles.app_url(), call);
     }
     CHECK(env.holders_of("mine").size() == 1);
     CHECK(victim.token() > 0);
@@ -315,8 +315,8 @@ TEST_SUITE("least privilege") {
       pg::PsqlSession stranger(env, stranger_url);
       stranger.execute("SELECT pg_advisory_lock(hashtextextended(E'clock\\n\\nadv2', 0))");
       stranger.execute("SELECT pg_advisory_lock(hashtextextended(E'clock\\ndeadlock search', 0))");
-      check_refused(env, stranger_url, "SELECT 1 FROM clock.hierarchy_locks FOR UPDATE");
-      check_refused(env, stranger_url, "SELECT 1 FROM clock.hierarchy_locks FOR SHARE");
+      check_refused_by_role(env, stranger_url, "SELECT 1 FROM clock.hierarchy_locks FOR UPDATE");
+      check_refused_by_role(env, stranger_url, "SELECT 1 FROM clock.hierarchy_locks FOR SHARE");
 
       // A job with a short lease renews through it and ends as its command does.
       auto job = env.spawn(env.clock_command(
@@ -466,7 +466,7 @@ TEST_SUITE("least privilege") {
     for (const std::string& url : {roles.app_url(), roles.operator_url()}) {
       CAPTURE(url);
       for (const std::string& sql : k_forbidden_sql)
-        check_refused(env, url, sql);
+        check_refused_by_role(env, url, sql);
     }
     CHECK(history_rows(env) == rows);
     auto holders = env.holders_of("kept");

@@ -8,16 +8,13 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
 
 using namespace clk::test;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A command line for sh -c: starts `name`'s holding script (TestEnv::
 // holding_script) in a session of its own, its pid in T_DIR/NAME.pid.
@@ -125,7 +122,9 @@ TEST_SUITE("run") {
         {"run", "-r", "x", "--", "sh", "-c",
          "setsid sh -c 'echo $$ > \"$T_DIR/left.pid\"; exec sleep 999' </dev/null >/dev/null "
          "2>&1 &\n"
-         "while [ ! -s \"$T_DIR/left.pid\" ]; do sleep 0.01; done\n"
+         // Until it runs sleep: the history names what was running at the end.
+         "until [ \"$(cat /proc/$(cat \"$T_DIR/left.pid\")/comm 2>/dev/null)\" = sleep ]; do "
+         "sleep 0.01; done\n"
          "exit 3"});
     CHECK_EXIT(ran, 3);
     const long long left = pid_in(env, "left.pid");

@@ -32,7 +32,7 @@ namespace {
 
 // One critical section: what the test asked for (from the recorder's label)
 // and what `clock run` told the child it held (CLOCK_RESOURCE, CLOCK_TOKEN).
-struct Section {
+struct ModelSection {
   std::string id;
   std::string ns;                  // "-" for the global namespace
   std::string mode = "exclusive";  // or "shared"; a semaphore is exclusive with slots > 0
@@ -72,7 +72,7 @@ bool related(const std::string& a, const std::string& b) {
 
 // Whether `a` holding `ra` and `b` holding `rb` at one instant breaks man clock, DESCRIPTION.
 // Holders of one semaphore do not conflict pairwise; their number is checked apart.
-bool claims_conflict(const Section& a, const std::string& ra, const Section& b,
+bool claims_conflict(const ModelSection& a, const std::string& ra, const ModelSection& b,
                      const std::string& rb) {
   if (a.ns != b.ns || !related(ra, rb))
     return false;
@@ -82,8 +82,8 @@ bool claims_conflict(const Section& a, const std::string& ra, const Section& b,
 }
 
 // The first pair of claims by which two sections conflict, if any.
-std::optional<std::pair<std::string, std::string>> conflict_between(const Section& a,
-                                                                    const Section& b) {
+std::optional<std::pair<std::string, std::string>> conflict_between(const ModelSection& a,
+                                                                    const ModelSection& b) {
   for (const auto& ra : a.resources) {
     for (const auto& rb : b.resources) {
       if (claims_conflict(a, ra, b, rb))
@@ -93,7 +93,7 @@ std::optional<std::pair<std::string, std::string>> conflict_between(const Sectio
   return std::nullopt;
 }
 
-bool any_related(const Section& a, const Section& b) {
+bool any_related(const ModelSection& a, const ModelSection& b) {
   for (const auto& ra : a.resources) {
     for (const auto& rb : b.resources) {
       if (related(ra, rb))
@@ -103,11 +103,11 @@ bool any_related(const Section& a, const Section& b) {
   return false;
 }
 
-bool overlap(const Section& a, const Section& b) {
+bool overlap(const ModelSection& a, const ModelSection& b) {
   return !(a.end < b.start || b.end < a.start);
 }
 
-std::optional<long long> token_of(const Section& section, const std::string& resource) {
+std::optional<long long> token_of(const ModelSection& section, const std::string& resource) {
   for (std::size_t i = 0; i < section.granted.size() && i < section.tokens.size(); ++i) {
     if (section.granted[i] == resource)
       return section.tokens[i];
@@ -115,7 +115,7 @@ std::optional<long long> token_of(const Section& section, const std::string& res
   return std::nullopt;
 }
 
-std::string describe(const Section& s) {
+std::string describe_section(const ModelSection& s) {
   std::ostringstream out;
   out << s.id << " [ns " << s.ns << ", " << s.mode;
   if (s.slots > 0)
@@ -133,11 +133,11 @@ struct ModelReport {
 
 // Pairwise: conflicting sections never overlap, and for one resource the later
 // of two conflicting grants has the larger fencing token.
-void check_pairs(const std::vector<Section>& sections, ModelReport& report) {
+void check_pairs(const std::vector<ModelSection>& sections, ModelReport& report) {
   for (std::size_t i = 0; i < sections.size(); ++i) {
     for (std::size_t j = i + 1; j < sections.size(); ++j) {
-      const Section& a = sections[i];
-      const Section& b = sections[j];
+      const ModelSection& a = sections[i];
+      const ModelSection& b = sections[j];
       auto conflict = conflict_between(a, b);
       if (!conflict) {
         report.compatible_overlaps += a.ns == b.ns && overlap(a, b) && any_related(a, b);
@@ -145,19 +145,20 @@ void check_pairs(const std::vector<Section>& sections, ModelReport& report) {
       }
       if (overlap(a, b)) {
         report.violations.push_back("conflicting sections overlap (" + conflict->first + " / " +
-                                    conflict->second + "): " + describe(a) + " and " + describe(b));
+                                    conflict->second + "): " + describe_section(a) + " and " +
+                                    describe_section(b));
         continue;
       }
-      const Section& first = a.start < b.start ? a : b;
-      const Section& second = a.start < b.start ? b : a;
+      const ModelSection& first = a.start < b.start ? a : b;
+      const ModelSection& second = a.start < b.start ? b : a;
       report.close_handovers += second.start - first.end < 50'000'000;
       for (const auto& r : first.resources) {
         auto t1 = token_of(first, r);
         auto t2 = token_of(second, r);
         if (t1 && t2 && claims_conflict(first, r, second, r) && *t2 <= *t1) {
           report.violations.push_back("token of " + r + " went from " + std::to_string(*t1) + " (" +
-                                      describe(first) + ") to " + std::to_string(*t2) + " (" +
-                                      describe(second) + ")");
+                                      describe_section(first) + ") to " + std::to_string(*t2) +
+                                      " (" + describe_section(second) + ")");
         }
       }
     }
@@ -165,8 +166,8 @@ void check_pairs(const std::vector<Section>& sections, ModelReport& report) {
 }
 
 // Per semaphore: at most N holders at any instant, and one N for all of them.
-void check_semaphores(const std::vector<Section>& sections, ModelReport& report) {
-  std::map<std::string, std::vector<const Section*>> holders;
+void check_semaphores(const std::vector<ModelSection>& sections, ModelReport& report) {
+  std::map<std::string, std::vector<const ModelSection*>> holders;
   for (const auto& section : sections) {
     if (section.slots > 0) {
       for (const auto& r : section.resources)
@@ -176,7 +177,7 @@ void check_semaphores(const std::vector<Section>& sections, ModelReport& report)
   for (const auto& [key, list] : holders) {
     int slots = list.front()->slots;
     std::vector<std::pair<long long, int>> events;  // starts before ends at one instant
-    for (const Section* section : list) {
+    for (const ModelSection* section : list) {
       if (section->slots != slots) {
         report.violations.push_back("semaphore " + key + " used with " + std::to_string(slots) +
                                     " and " + std::to_string(section->slots) + " slots");
@@ -199,7 +200,7 @@ void check_semaphores(const std::vector<Section>& sections, ModelReport& report)
   }
 }
 
-ModelReport check_model(const std::vector<Section>& sections) {
+ModelReport check_model(const std::vector<ModelSection>& sections) {
   ModelReport report;
   check_pairs(sections, report);
   check_semaphores(sections, report);
@@ -216,7 +217,7 @@ std::string recorder_binary() {
   return ((error ? fs::current_path() : self.parent_path()) / "clock_section_recorder").string();
 }
 
-long long monotonic_ns() {
+long long monotonic_now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
@@ -248,10 +249,10 @@ std::vector<LogLine> read_log(const fs::path& path) {
 }
 
 // A section from a log line labelled "ID NS MODE SLOTS RES,RES…".
-Section section_of(const LogLine& line) {
+ModelSection section_of(const LogLine& line) {
   INFO("label: " << joined(line.label));
   REQUIRE(line.label.size() == 5);
-  Section section;
+  ModelSection section;
   section.id = line.label[0];
   section.ns = line.label[1];
   section.mode = line.label[2];
@@ -270,7 +271,7 @@ Section section_of(const LogLine& line) {
 
 // ---------------------------------------------------------------- the random plan
 
-struct Op {
+struct PlannedOp {
   std::string id, ns, mode = "exclusive";
   int slots = 0;
   std::vector<std::string> resources;
@@ -283,9 +284,9 @@ const std::vector<std::string> k_plain_resources = {"a",   "a.b",     "a.b.c",  
                                                     "b.x", "job_1",   "jobX1.y", "foo",   "foobar",
                                                     "a-1", "a-1.b_2", "a-10",    "pool.x"};
 
-Op random_op(std::mt19937_64& random, const std::string& id) {
+PlannedOp random_op(std::mt19937_64& random, const std::string& id) {
   auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
-  Op op;
+  PlannedOp op;
   op.id = id;
   op.ns = pick(2) == 0 ? "n1" : "n2";
   op.hold_ms = 3 + pick(10);
@@ -305,7 +306,7 @@ Op random_op(std::mt19937_64& random, const std::string& id) {
 }
 
 // One shell line: `clock run` of the op around the recorder, noting a failure.
-std::string op_line(const Op& op) {
+std::string op_line(const PlannedOp& op) {
   std::string line = "\"$T_CLOCK\" --namespace " + op.ns + " run -w 120s";
   line +=
       op.slots > 0 ? " --slots " + std::to_string(op.slots) : (op.mode == "shared" ? " -s" : " -x");
@@ -332,10 +333,10 @@ TEST_SUITE("lock model") {
   TEST_CASE("the model checker flags conflicting overlaps, full semaphores and token regressions") {
     auto s = [](std::string ns, std::string mode, int slots, std::vector<std::string> resources,
                 long long start, long long end, std::vector<long long> tokens = {}) {
-      Section section{"s", ns, mode, slots, resources, start, end, resources, tokens};
+      ModelSection section{"s", ns, mode, slots, resources, start, end, resources, tokens};
       return section;
     };
-    auto violations = [](std::vector<Section> sections) {
+    auto violations = [](std::vector<ModelSection> sections) {
       return check_model(sections).violations.size();
     };
     // Related and exclusive: an overlap is a violation, back to back is not.
@@ -400,12 +401,12 @@ TEST_SUITE("stress") {
     std::mt19937_64 random(seed);
     constexpr int k_processes = 12;
     constexpr int k_ops = 50;
-    std::map<std::string, Op> plan;
+    std::map<std::string, PlannedOp> plan;
     std::vector<Command> commands;
     for (int p = 0; p < k_processes; ++p) {
       std::string script = "failed=0\n";
       for (int i = 0; i < k_ops; ++i) {
-        Op op = random_op(random, "p" + std::to_string(p) + "." + std::to_string(i));
+        PlannedOp op = random_op(random, "p" + std::to_string(p) + "." + std::to_string(i));
         script += op_line(op);
         plan[op.id] = op;
       }
@@ -419,11 +420,11 @@ TEST_SUITE("stress") {
     for (const auto& result : results)
       CHECK_EXIT(result, 0);
 
-    std::vector<Section> sections;
+    std::vector<ModelSection> sections;
     std::set<std::string> seen;
     for (const auto& line : read_log(env.path("log"))) {
-      Section section = section_of(line);
-      INFO("section " << describe(section));
+      ModelSection section = section_of(line);
+      INFO("section " << describe_section(section));
       CHECK(plan.count(section.id) == 1);
       CHECK(seen.insert(section.id).second);  // each op ran its child once
       // The child was told what it holds: the requested set, a token each.
@@ -546,7 +547,7 @@ TEST_SUITE("lock model") {
     // however slowly a loaded machine starts them.
     Acquired pin = env.acquire({"-s", "-r", "x", "--ttl", "5m"});
 
-    long long asked = monotonic_ns();
+    long long asked = monotonic_now_ns();
     auto writer = env.spawn(env.shell_command(
         "exec \"$T_CLOCK\" run -w 120s -x -r x -- \"$T_REC\" \"$T_DIR/log\" 50 section X 0", rec));
     REQUIRE(await(
@@ -558,7 +559,7 @@ TEST_SUITE("lock model") {
           return false;
         },
         30s, 10ms));
-    long long queued = monotonic_ns();
+    long long queued = monotonic_now_ns();
 
     // Latecomers: shared requests made after the writer was queued.
     std::vector<std::unique_ptr<Process>> latecomers;

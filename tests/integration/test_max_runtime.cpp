@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "fault_tools.hpp"
 #include "harness.hpp"
 
@@ -33,10 +34,6 @@ void check_gone(const TestEnv& env, const std::string& file) {
   if (alive)
     kill(pid, SIGKILL);
   CHECK_MESSAGE(!alive, file << " (pid " << pid << ") outlived clock run");
-}
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
 }
 
 }  // namespace

@@ -16,8 +16,8 @@ using namespace clk::test;
 
 namespace {
 
-Result validate(const TestEnv& env, const std::string& schema_name, const std::string& document,
-                const std::string& file) {
+Result validate_missed_output(const TestEnv& env, const std::string& schema_name,
+                              const std::string& document, const std::string& file) {
   write_file(env.path(file), document);
   const char* python = std::getenv("CLOCK_TEST_PYTHON");
   return run(env.command({python && *python ? python : "/usr/bin/python3",
@@ -43,19 +43,19 @@ TEST_SUITE("output contracts") {
     REQUIRE(status.status == 1);  // nothing held
     INFO(status.out);
     CHECK(nlohmann::json::parse(status.out)["expected"].size() == 3);
-    CHECK_EXIT(validate(env, "status", status.out, "status.json"), 0);
+    CHECK_EXIT(validate_missed_output(env, "status", status.out, "status.json"), 0);
     Result missed = env.clock({"missed", "--since", "1h", "--format", "json"});
     CHECK_EXIT(missed, 2);
     INFO(missed.out);
-    CHECK_EXIT(validate(env, "missed", missed.out, "missed.json"), 0);
+    CHECK_EXIT(validate_missed_output(env, "missed", missed.out, "missed.json"), 0);
     // Each declaration is history (period_changed), in the history schema.
     Result history = env.clock({"--namespace", "dc-eu1", "history", "--format", "json"});
     REQUIRE_EXIT(history, 0);
     CHECK(history.out.find("\"period_changed\"") != std::string::npos);
-    CHECK_EXIT(validate(env, "history", history.out, "history.json"), 0);
+    CHECK_EXIT(validate_missed_output(env, "history", history.out, "history.json"), 0);
     Result none = env.clock({"missed", "nothing.here", "--format", "json"});
     CHECK_EXIT(none, 0);
-    CHECK_EXIT(validate(env, "missed", none.out, "missed-empty.json"), 0);
+    CHECK_EXIT(validate_missed_output(env, "missed", none.out, "missed-empty.json"), 0);
   }
 
   TEST_CASE("every metric of the shipped Grafana dashboard is one clock exports") {

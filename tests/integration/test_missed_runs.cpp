@@ -12,7 +12,7 @@ using namespace clk::test;
 
 namespace {
 
-nlohmann::json events_of(const TestEnv& env, const std::string& kind) {
+nlohmann::json missed_run_events(const TestEnv& env, const std::string& kind) {
   Result history = env.clock({"history", "--event", kind, "--format", "json"});
   REQUIRE_EXIT(history, 0);
   return nlohmann::json::parse(history.out)["events"];
@@ -28,7 +28,7 @@ TEST_SUITE("missed runs") {
     CHECK_EXIT(skipped, 0);
     CHECK(skipped.err.empty());
 
-    auto events = events_of(env, "skipped");
+    auto events = missed_run_events(env, "skipped");
     INFO(events.dump(2));
     REQUIRE(events.size() == 1);
     const auto& event = events[0];
@@ -42,9 +42,9 @@ TEST_SUITE("missed runs") {
 
     // The same refusal by `clock acquire` is not a run.
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "job"}), 75);
-    CHECK(events_of(env, "skipped").size() == 1);
+    CHECK(missed_run_events(env, "skipped").size() == 1);
     // Nothing else was recorded for the skipped run.
-    CHECK(events_of(env, "acquired").size() == 1);
+    CHECK(missed_run_events(env, "acquired").size() == 1);
   }
 
   TEST_CASE("a run that gave up after -w is recorded as timed_out, naming the holder") {
@@ -52,14 +52,14 @@ TEST_SUITE("missed runs") {
     Acquired holder = env.acquire({"-r", "job"});
     CHECK_EXIT(env.clock({"run", "-w", "300ms", "-r", "job", "--", "true"}), 75);
 
-    auto events = events_of(env, "timed_out");
+    auto events = missed_run_events(env, "timed_out");
     INFO(events.dump(2));
     REQUIRE(events.size() == 1);
     CHECK(events[0]["resource"] == "job");
     CHECK(events[0]["in_the_way"]["owner"] == holder.owner);
     CHECK(events[0]["in_the_way"]["token"] == holder.token());
     CHECK(env.status()["waiters"].empty());
-    CHECK(events_of(env, "skipped").empty());
+    CHECK(missed_run_events(env, "skipped").empty());
   }
 
   TEST_CASE("a run behind a queued request names the queue entry, without a token") {
@@ -70,7 +70,7 @@ TEST_SUITE("missed runs") {
     // A request for job.other conflicts with nobody's lease, only with the
     // queued request for job, which it may not overtake.
     CHECK_EXIT(env.clock({"run", "-n", "-r", "job.other", "--", "true"}), 75);
-    auto events = events_of(env, "skipped");
+    auto events = missed_run_events(env, "skipped");
     INFO(events.dump(2));
     REQUIRE(events.size() == 1);
     CHECK(events[0]["in_the_way"]["token"].is_null());
@@ -84,10 +84,10 @@ TEST_SUITE("missed runs") {
     TestEnv env;
     Acquired a = env.acquire({"-r", "a"});
     CHECK_EXIT(env.clock({"release", "-r", "a", "--owner", a.credential}), 0);
-    auto released = events_of(env, "released");
+    auto released = missed_run_events(env, "released");
     REQUIRE(released.size() == 1);
     CHECK(released[0]["event"] == "released");
-    CHECK(events_of(env, "forced").empty());
+    CHECK(missed_run_events(env, "forced").empty());
 
     Result bad = env.clock({"history", "--event", "exploded"});
     CHECK_EXIT(bad, 64);

@@ -10,42 +10,26 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 
 using namespace clk::test;
 
 namespace {
 
-constexpr int k_alice = 62001;
+constexpr int k_neighbour_alice = 62001;
 constexpr int k_carol = 62002;  // a neighbour with no group in common
-
-doctest::skip sqlite_as_root() {
-  return doctest::skip(geteuid() != 0 || backend_name() != "sqlite");
-}
-doctest::skip as_root() {
-  return doctest::skip(geteuid() != 0);
-}
 
 // `sh -c SCRIPT` as `uid` (its own group alone) under `umask`, with the
 // test's environment. The test directory is made traversable.
-Command shell_as(const TestEnv& env, int uid, const std::string& script,
-                 const std::map<std::string, std::string>& extra_env = {},
-                 const std::string& umask = "022") {
+Command neighbour_shell_as(const TestEnv& env, int uid, const std::string& script,
+                           const std::map<std::string, std::string>& extra_env = {},
+                           const std::string& umask = "022") {
   fs::permissions(env.dir(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::replace);
   return env.command({"setpriv", "--reuid=" + std::to_string(uid), "--regid=" + std::to_string(uid),
                       "--clear-groups", "--", "/bin/sh", "-c", "umask " + umask + "; " + script},
                      extra_env);
-}
-
-unsigned mode_of(const fs::path& file) {
-  struct stat info {};
-  REQUIRE(::stat(file.c_str(), &info) == 0);
-  return info.st_mode & 07777;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Python that opens FILE read-only, takes a shared fcntl lock on byte
@@ -112,11 +96,12 @@ TEST_SUITE("neighbours") {
     TestEnv env;
     const fs::path home = env.path("alice-home");
     fs::create_directories(home);
-    REQUIRE(::chown(home.c_str(), k_alice, k_alice) == 0);
+    REQUIRE(::chown(home.c_str(), k_neighbour_alice, k_neighbour_alice) == 0);
     const std::map<std::string, std::string> alice_env = {
         {"CLOCK_DATABASE_URL", k_unset}, {"HOME", home.string()}, {"XDG_STATE_HOME", k_unset}};
     const std::string run_job = "exec \"$T_CLOCK\" run -r job -- true";
-    REQUIRE_EXIT(run(shell_as(env, k_alice, run_job, alice_env), env.path("output")), 0);
+    REQUIRE_EXIT(
+        run(neighbour_shell_as(env, k_neighbour_alice, run_job, alice_env), env.path("output")), 0);
     const fs::path shm = home / ".local/state/clock/clock.db-shm";
     REQUIRE(fs::exists(shm));
 
@@ -124,13 +109,15 @@ TEST_SUITE("neighbours") {
     fs::create_directories(env.path("carol"));
     REQUIRE(::chown(env.path("carol").c_str(), k_carol, k_carol) == 0);
     const fs::path report = env.path("carol/locker.report");
-    auto locker = env.spawn(shell_as(env, k_carol,
+    auto locker =
+        env.spawn(neighbour_shell_as(env, k_carol,
                                      "exec /usr/bin/python3 \"$T_DIR/locker.py\" " + shm.string() +
                                          " 120 " + report.string() + " \"$T_DIR/locker.go\""));
     REQUIRE(await([&] { return fs::exists(report); }, 30s));
     INFO("the neighbour: " << read_file(report));
 
-    Result result = run(shell_as(env, k_alice, run_job, alice_env), env.path("output"));
+    Result result =
+        run(neighbour_shell_as(env, k_neighbour_alice, run_job, alice_env), env.path("output"));
     env.let_go("locker");
     CHECK_EXIT(result, 0);
     CHECK(result.seconds < 5);
@@ -174,11 +161,12 @@ TEST_SUITE("neighbours") {
     const std::string run_job =
         "exec \"$T_CLOCK\" --database sqlite:" + db.string() + " run -r job -- true";
     // carol pre-creates the name, mode 0666, as a neighbour in /tmp would.
-    REQUIRE_EXIT(run(shell_as(env, k_carol, "touch " + db.string(), {}, "000"), env.path("output")),
+    REQUIRE_EXIT(run(neighbour_shell_as(env, k_carol, "touch " + db.string(), {}, "000"),
+                     env.path("output")),
                  0);
     REQUIRE(mode_of(db) == 0666);
 
-    Result planted = run(shell_as(env, k_alice, run_job), env.path("output"));
+    Result planted = run(neighbour_shell_as(env, k_neighbour_alice, run_job), env.path("output"));
     CHECK_EXIT(planted, 74);
     REQUIRE(planted.err_lines().size() == 1);
     const std::string line = planted.err_lines()[0];
@@ -189,12 +177,13 @@ TEST_SUITE("neighbours") {
 
     // A -shm planted beside alice's name is refused the same way.
     const fs::path own = shared_tmp / "own.db";
-    REQUIRE_EXIT(run(shell_as(env, k_carol, "touch " + own.string() + "-shm", {}, "000"),
+    REQUIRE_EXIT(run(neighbour_shell_as(env, k_carol, "touch " + own.string() + "-shm", {}, "000"),
                      env.path("output")),
                  0);
     Result planted_shm =
-        run(shell_as(env, k_alice,
-                     "exec \"$T_CLOCK\" --database sqlite:" + own.string() + " run -r job -- true"),
+        run(neighbour_shell_as(
+                env, k_neighbour_alice,
+                "exec \"$T_CLOCK\" --database sqlite:" + own.string() + " run -r job -- true"),
             env.path("output"));
     CHECK_EXIT(planted_shm, 74);
     CHECK(contains(planted_shm.err, own.string() + "-shm belongs to"));
@@ -203,7 +192,7 @@ TEST_SUITE("neighbours") {
     fs::remove(own.string() + "-shm");
     const std::string own_job =
         "exec \"$T_CLOCK\" --database sqlite:" + own.string() + " run -r job -- true";
-    CHECK_EXIT(run(shell_as(env, k_alice, own_job), env.path("output")), 0);
+    CHECK_EXIT(run(neighbour_shell_as(env, k_neighbour_alice, own_job), env.path("output")), 0);
     CHECK((mode_of(own) & 007) == 0);  // others get nothing, whatever the umask
   }
 
@@ -211,16 +200,17 @@ TEST_SUITE("neighbours") {
     TestEnv env;
     const fs::path home = env.path("alice-home");
     fs::create_directories(home / ".local/state/clock");
-    REQUIRE(::chown(home.c_str(), k_alice, k_alice) == 0);
-    REQUIRE(::chown((home / ".local").c_str(), k_alice, k_alice) == 0);
-    REQUIRE(::chown((home / ".local/state").c_str(), k_alice, k_alice) == 0);
+    REQUIRE(::chown(home.c_str(), k_neighbour_alice, k_neighbour_alice) == 0);
+    REQUIRE(::chown((home / ".local").c_str(), k_neighbour_alice, k_neighbour_alice) == 0);
+    REQUIRE(::chown((home / ".local/state").c_str(), k_neighbour_alice, k_neighbour_alice) == 0);
     REQUIRE(::chown((home / ".local/state/clock").c_str(), k_carol, k_carol) == 0);
     REQUIRE(::chmod((home / ".local/state/clock").c_str(), 0777) == 0);
-    Result result = run(shell_as(env, k_alice, "exec \"$T_CLOCK\" run -r job -- true",
-                                 {{"CLOCK_DATABASE_URL", k_unset},
-                                  {"HOME", home.string()},
-                                  {"XDG_STATE_HOME", k_unset}}),
-                        env.path("output"));
+    Result result =
+        run(neighbour_shell_as(env, k_neighbour_alice, "exec \"$T_CLOCK\" run -r job -- true",
+                               {{"CLOCK_DATABASE_URL", k_unset},
+                                {"HOME", home.string()},
+                                {"XDG_STATE_HOME", k_unset}}),
+            env.path("output"));
     CHECK_EXIT(result, 74);
     REQUIRE(result.err_lines().size() == 1);
     CHECK(contains(result.err_lines()[0], (home / ".local/state/clock").string() + " belongs to"));

@@ -57,7 +57,7 @@ std::vector<long long> tokens_run(const TestEnv& env) {
   return tokens;
 }
 
-json events_of(const TestEnv& env, const std::string& kind) {
+json once_per_events(const TestEnv& env, const std::string& kind) {
   Result history =
       env.clock({"history", "job", "--event", kind, "--limit", "10000", "--format", "json"});
   REQUIRE_EXIT(history, 0);
@@ -67,7 +67,7 @@ json events_of(const TestEnv& env, const std::string& kind) {
 // When the lease of `token` was granted (its acquired event), in ms since
 // the epoch on the database's clock.
 std::int64_t granted_at(const TestEnv& env, long long token) {
-  for (const auto& event : events_of(env, "acquired")) {
+  for (const auto& event : once_per_events(env, "acquired")) {
     if (event["token"] == token)
       return epoch_ms(event["at"]);
   }
@@ -168,12 +168,12 @@ TEST_SUITE("once per") {
     for (std::size_t i = 1; i < successes.size(); ++i)
       CHECK(started[successes[i]] - started[successes[i - 1]] >= k_period.count());
     // The failed run was granted, and is named by no skip.
-    auto acquired = events_of(env, "acquired");
+    auto acquired = once_per_events(env, "acquired");
     CHECK(acquired.size() == successes.size() + failures);
 
     // Every other request was skipped, naming the latest success before it,
     // started within the period before the skip.
-    auto skipped = events_of(env, "skipped");
+    auto skipped = once_per_events(env, "skipped");
     CHECK(skipped.size() == 5 * k_rounds - successes.size() - failures);
     int before_end = 0;  // skips of a round that named the previous round's run
     for (const auto& skip : skipped) {
@@ -214,7 +214,7 @@ TEST_SUITE("once per") {
     CHECK_EXIT(verbose, 0);
     CHECK(verbose.err.find("already ran successfully within --once-per 1h") != std::string::npos);
     CHECK(!fs::exists(env.path("ran")));
-    CHECK(events_of(env, "skipped").size() == 2);
+    CHECK(once_per_events(env, "skipped").size() == 2);
   }
 
   TEST_CASE("a failed or killed run does not count for --once-per; any successful run does") {
@@ -223,7 +223,7 @@ TEST_SUITE("once per") {
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "--max-runtime", "200ms", "-r", "job", "--",
                           "sleep", "30"}),
                124);
-    CHECK(events_of(env, "skipped").empty());
+    CHECK(once_per_events(env, "skipped").empty());
     // A plain run of the job (by hand, without --once-per) does the period.
     CHECK_EXIT(env.clock({"run", "-r", "job", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "job", "--", "touch", env.path("ran")}),
@@ -232,9 +232,9 @@ TEST_SUITE("once per") {
     // Another resource, or a period shorter than the time since, runs.
     CHECK_EXIT(env.clock({"run", "--once-per", "1h", "-r", "other", "--", "true"}), 0);
     // It names the plain run, the latest grant of the job.
-    auto skipped = events_of(env, "skipped");
+    auto skipped = once_per_events(env, "skipped");
     REQUIRE(skipped.size() == 1);
-    CHECK(skipped[0]["done_by"]["token"] == events_of(env, "acquired")[0]["token"]);
+    CHECK(skipped[0]["done_by"]["token"] == once_per_events(env, "acquired")[0]["token"]);
     CHECK_EXIT(env.clock({"run", "--once-per", "1ms", "-r", "job", "--", "touch", env.path("ran")}),
                0);
     CHECK(fs::exists(env.path("ran")));

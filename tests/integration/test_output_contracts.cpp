@@ -11,24 +11,17 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 
 using namespace clk::test;
 
 namespace {
 
-std::string getenv_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
-
 // Debian's interpreter, not a pyenv or venv one on PATH: only it sees
 // python3-jsonschema (packaging/install-deps.sh).
 std::string python() {
   return getenv_or("CLOCK_TEST_PYTHON", "/usr/bin/python3");
-}
-std::string promtool() {
-  return getenv_or("CLOCK_TEST_PROMTOOL", "/usr/bin/promtool");
 }
 std::string schema(const std::string& name) {
   return std::string(CLOCK_TEST_SCHEMA_DIR) + "/" + name + ".schema.json";

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
 
@@ -15,16 +16,12 @@ using nlohmann::json;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // The same id with another secret: what a caller that read the id has.
 std::string forged(const std::string& id) {
   return id + ".0123456789abcdef0123456789abcdef";
 }
 
-json events_of(const TestEnv& env, const std::vector<std::string>& args) {
+json proof_events(const TestEnv& env, const std::vector<std::string>& args) {
   std::vector<std::string> full = {"history", "--format", "json", "--limit", "1000"};
   full.insert(full.end(), args.begin(), args.end());
   Result history = env.clock(full);
@@ -66,7 +63,7 @@ TEST_SUITE("owner proof") {
       }
     }
     // Recorded with who asked; the holders keep their locks and tokens.
-    auto events = events_of(env, {"--event", "refused"});
+    auto events = proof_events(env, {"--event", "refused"});
     INFO(events.dump(2));
     CHECK(count_events(events, "refused", holder.owner) == 4);
     CHECK(count_events(events, "refused", nested.owner) == 2);
@@ -117,11 +114,11 @@ TEST_SUITE("owner proof") {
     CHECK_EXIT(queued->wait(60s), 0);
     CHECK_EXIT(later->wait(60s), 0);
     CHECK(read_file(env.path("waiter.ran")) == "ran\n");
-    auto granted = events_of(env, {"q", "--event", "acquired"});
+    auto granted = proof_events(env, {"q", "--event", "acquired"});
     INFO(granted.dump(2));
     REQUIRE(granted.size() == 3);
     CHECK(granted[1]["owner"] == id);  // newest first: the later one, the waiter, the holder
-    CHECK(count_events(events_of(env, {"q", "--event", "refused"}), "refused", id) == 5);
+    CHECK(count_events(proof_events(env, {"q", "--event", "refused"}), "refused", id) == 5);
   }
 
   TEST_CASE("renew in another owner's name writes no lost record; a real loss still does") {
@@ -133,7 +130,7 @@ TEST_SUITE("owner proof") {
     // An id that holds nothing and never held x: 77, and nothing recorded.
     const std::string stranger = random_owner();
     CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", stranger}), 77);
-    auto events = events_of(env, {});
+    auto events = proof_events(env, {});
     INFO(events.dump(2));
     CHECK(count_events(events, "lost", holder.owner) == 0);
     CHECK(count_events(events, "lost", id_of(stranger)) == 0);
@@ -141,7 +138,7 @@ TEST_SUITE("owner proof") {
     // The holder's own renewal of a lease forced away is a loss, recorded.
     CHECK_EXIT(env.clock({"release", "--force", "-r", "a"}), 0);
     CHECK_EXIT(env.clock({"renew", "-r", "a", "--owner", holder.credential}), 77);
-    CHECK(count_events(events_of(env, {"a", "--event", "lost"}), "lost", holder.owner) == 1);
+    CHECK(count_events(proof_events(env, {"a", "--event", "lost"}), "lost", holder.owner) == 1);
   }
 
   TEST_CASE(

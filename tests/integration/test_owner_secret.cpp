@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 #include "owner_secret_scenario.hpp"
 
@@ -21,18 +22,8 @@ using nlohmann::json;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 std::string secret_of(const Acquired& acquired) {
   return acquired.credential.substr(acquired.credential.find('.') + 1);
-}
-
-// What `ps` shows of a process: its arguments, NUL-separated.
-std::string proc_cmdline(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 // The live children of `parent` (its guard, its command), from /proc/*/stat.
@@ -95,7 +86,7 @@ void run_shows_no_secret(const TestEnv& env, const std::string& binary) {
   }
 }
 
-json events_of(const TestEnv& env, const std::vector<std::string>& args) {
+json secret_events(const TestEnv& env, const std::vector<std::string>& args) {
   std::vector<std::string> full = {"history", "--format", "json"};
   full.insert(full.end(), args.begin(), args.end());
   Result history = env.clock(full);
@@ -134,7 +125,7 @@ TEST_SUITE("owner secret") {
     auto holders = env.holders_of("x");
     REQUIRE(holders.size() == 1);
     CHECK(holders[0]["token"] == holder.token());
-    auto refused = events_of(env, {"--event", "refused"});
+    auto refused = secret_events(env, {"--event", "refused"});
     INFO(refused.dump(2));
     CHECK(refused.size() == 6);
     for (const auto& event : refused) {
@@ -199,8 +190,8 @@ TEST_SUITE("owner secret") {
     REQUIRE_EXIT(env.shell("eval \"$(\"$T_CLOCK\" acquire --format shell -r y)\" && "
                            "exec \"$T_CLOCK\" release -r y"),
                  0);
-    auto x = events_of(env, {"x", "--event", "released"});
-    auto y = events_of(env, {"y", "--event", "released"});
+    auto x = secret_events(env, {"x", "--event", "released"});
+    auto y = secret_events(env, {"y", "--event", "released"});
     REQUIRE(x.size() == 1);
     REQUIRE(y.size() == 1);
     CHECK(contains(x[0]["by"].get<std::string>(), "@" + host_name() + " pid "));

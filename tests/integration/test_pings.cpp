@@ -20,9 +20,9 @@ using nlohmann::json;
 namespace {
 
 // The receiver, running until destroyed.
-class Receiver {
+class PingReceiver {
  public:
-  explicit Receiver(const TestEnv& env, bool hang = false) : m_log(env.path("pings.log")) {
+  explicit PingReceiver(const TestEnv& env, bool hang = false) : m_log(env.path("pings.log")) {
     const auto port_file = env.path(hang ? "hang.port" : "receiver.port");
     m_process = env.spawn(
         env.command({"/usr/bin/python3", std::string(CLOCK_TEST_HELPERS_DIR) + "/ping_receiver.py",
@@ -62,7 +62,7 @@ std::string rid_of(const json& ping) {
   return at == std::string::npos ? "" : query.substr(at + 4, 36);
 }
 
-json history_of(const TestEnv& env, const std::string& resource, const std::string& event) {
+json ping_history(const TestEnv& env, const std::string& resource, const std::string& event) {
   Result history =
       env.clock({"history", resource, "--event", event, "--limit", "10000", "--format", "json"});
   REQUIRE_EXIT(history, 0);
@@ -76,7 +76,7 @@ TEST_SUITE("pings") {
       "three hosts looping on a --once-per job with --ping: exactly the host that ran pings, "
       "one /start and one /0 per run, and the hosts that skipped send nothing") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     const std::string loop =
         "while [ ! -e \"$T_DIR/stop\" ]; do\n"
         "  \"$T_CLOCK\" run -r rep --once-per 1500ms --ping \"$URL\" -- sh -c 'sleep 0.2'\n"
@@ -96,8 +96,8 @@ TEST_SUITE("pings") {
       CHECK(read_file(env.path("status." + std::to_string(n))).find_first_not_of("0\n") ==
             std::string::npos);
 
-    auto acquired = history_of(env, "rep", "acquired");
-    auto skipped = history_of(env, "rep", "skipped");
+    auto acquired = ping_history(env, "rep", "acquired");
+    auto skipped = ping_history(env, "rep", "skipped");
     std::set<std::string> ran;  // owners that ran (each run is a new owner)
     for (const auto& event : acquired)
       ran.insert(event["owner"].get<std::string>());
@@ -120,7 +120,7 @@ TEST_SUITE("pings") {
 
   TEST_CASE("a job exiting 3 pings /3 with the tail of its stderr, which still reaches stderr") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     Result result = env.clock({"run", "-r", "job", "--ping", receiver.url(), "--", "sh", "-c",
                                "echo to-stdout; echo first-line >&2; echo the-last-words >&2; "
                                "exit 3"});
@@ -139,7 +139,7 @@ TEST_SUITE("pings") {
       "a host that cannot reach the database pings /fail saying so and exits as clock does "
       "without a ping") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     // Nothing listens on port 1; SQLite cannot make a file below /proc.
     const std::map<std::string, std::string> urls = {
         {"sqlite", "sqlite:/proc/clock-test/clock.db"},
@@ -160,7 +160,7 @@ TEST_SUITE("pings") {
       "two ping timeouts") {
     TestEnv env;
     {
-      Receiver gone(env);
+      PingReceiver gone(env);
       const std::string url = gone.url();
       gone.stop();
       Result result = env.clock({"run", "-r", "job", "--ping", url, "--", "sh", "-c", "exit 5"});
@@ -169,7 +169,7 @@ TEST_SUITE("pings") {
       CHECK(result.err.find("ping http://127.0.0.1:") != std::string::npos);
       CHECK(result.err.find("secret-uuid") == std::string::npos);  // masked
     }
-    Receiver hanging(env, true);
+    PingReceiver hanging(env, true);
     Result result =
         env.clock({"run", "-r", "job", "--ping", hanging.url(), "--", "sh", "-c", "exit 0"});
     CHECK_EXIT(result, 0);
@@ -181,7 +181,7 @@ TEST_SUITE("pings") {
 
   TEST_CASE("a host that skips sends nothing, or /log with ping.on_skip = \"log\"") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     REQUIRE_EXIT(env.clock({"run", "-r", "nightly", "--once-per", "1h", "--ping", receiver.url(),
                             "--", "true"}),
                  0);
@@ -203,7 +203,7 @@ TEST_SUITE("pings") {
 
   TEST_CASE("the config file's ping.urls names a resource's URL; a bad URL is a usage error") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     write_file(env.path("clock.toml"), "[ping.urls]\n\"db.backup\" = \"" + receiver.url() + "\"\n");
     Result result = env.clock(
         {"--config", env.path("clock.toml").string(), "run", "-r", "db.backup", "--", "true"});
@@ -223,7 +223,7 @@ TEST_SUITE("pings") {
 
   TEST_CASE("a ping URL's user:password@ and path: not in ps, nor in a nested run's command") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     std::string url = receiver.url();
     url.insert(std::string("http://").size(), "pinger:pw-sekrit@");
     // An enclosing run whose command is a clock run with --ping.
@@ -254,7 +254,7 @@ TEST_SUITE("pings") {
 
   TEST_CASE("the ping URL's secret part is not in ps while the job runs") {
     TestEnv env;
-    Receiver receiver(env);
+    PingReceiver receiver(env);
     auto job = env.spawn(env.clock_command(
         {"run", "-r", "ps", "--ping", receiver.url(), "--", "sh", "-c", env.holding_script("ps")}));
     REQUIRE(env.await_started("ps"));

@@ -89,7 +89,7 @@ void require_released(const std::string& reply_text) {
 }
 
 // The events of `clock history RESOURCE`, oldest first.
-std::vector<json> history_of(const TestEnv& env, const std::string& resource) {
+std::vector<json> pg_history_of(const TestEnv& env, const std::string& resource) {
   Result result = env.clock({"history", resource, "--format", "json", "--limit", "1000"});
   INFO(result.describe());
   REQUIRE(result.status == 0);
@@ -349,7 +349,7 @@ TEST_SUITE("postgres") {
     REQUIRE(holders.size() == 1);
     CHECK(holders[0].value("owner", "") == asker);
     CHECK(holders[0].value("token", 0LL) == granted);
-    auto events = history_of(env, "job.part");
+    auto events = pg_history_of(env, "job.part");
     REQUIRE(events.size() == 1);
     CHECK(events[0].value("event", "") == "acquired");
     CHECK(events[0].value("token", 0LL) == granted);
@@ -416,7 +416,7 @@ TEST_SUITE("postgres") {
 
     // History has the transaction's grant and release.
     std::vector<std::string> psql_events;
-    for (const auto& event : history_of(env, "same")) {
+    for (const auto& event : pg_history_of(env, "same")) {
       if (event.value("owner", "") == owner)
         psql_events.push_back(event.value("event", ""));
     }
@@ -481,7 +481,7 @@ TEST_SUITE("postgres") {
     Acquired after = env.acquire({"-n", "-r", "rolled"});
     // The token sequence does not roll back: the next grant's token is larger.
     CHECK(after.token() > token);
-    for (const auto& event : history_of(env, "rolled"))
+    for (const auto& event : pg_history_of(env, "rolled"))
       CHECK(event.value("owner", "") != owner);
   }
 
@@ -569,7 +569,7 @@ TEST_SUITE("postgres") {
     CHECK(std::stoll("0" + read_file(env.path("counter"))) == 3);
 
     // The holder's lease was never lost, expired or taken.
-    for (const auto& event : history_of(env, "job")) {
+    for (const auto& event : pg_history_of(env, "job")) {
       INFO("history: " << event.dump());
       CHECK(event.value("event", "") != "lost");
       CHECK(event.value("event", "") != "expired");

@@ -21,7 +21,7 @@ namespace {
 const std::string k_warning = "streams to asynchronous standbys only";
 
 // `psql -c SQL` on `url`, with the test's environment; must succeed.
-std::string psql(const TestEnv& env, const std::string& url, const std::string& sql) {
+std::string psql_output(const TestEnv& env, const std::string& url, const std::string& sql) {
   Result result =
       run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),
           env.path("output"));
@@ -32,8 +32,9 @@ std::string psql(const TestEnv& env, const std::string& url, const std::string& 
 
 // The standby's sync_state as the primary reports it.
 std::string sync_state(const TestEnv& env) {
-  std::string out = psql(env, pg::primary_url(),
-                         "SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'");
+  std::string out =
+      psql_output(env, pg::primary_url(),
+                  "SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming'");
   return out.substr(0, out.find('\n'));
 }
 
@@ -41,8 +42,9 @@ std::string sync_state(const TestEnv& env) {
 // sync_state follows.
 void set_standby_names(const TestEnv& env, const std::string& names,
                        const std::string& expected_state) {
-  psql(env, pg::primary_url(), "ALTER SYSTEM SET synchronous_standby_names = '" + names + "'");
-  psql(env, pg::primary_url(), "SELECT pg_reload_conf()");
+  psql_output(env, pg::primary_url(),
+              "ALTER SYSTEM SET synchronous_standby_names = '" + names + "'");
+  psql_output(env, pg::primary_url(), "SELECT pg_reload_conf()");
   REQUIRE(await([&] { return sync_state(env) == expected_state; }, 30s, 50ms));
 }
 
@@ -53,8 +55,8 @@ class AsynchronousStandby {
     set_standby_names(env, "", "async");
   }
   ~AsynchronousStandby() {
-    psql(m_env, pg::primary_url(), "ALTER SYSTEM RESET synchronous_standby_names");
-    psql(m_env, pg::primary_url(), "SELECT pg_reload_conf()");
+    psql_output(m_env, pg::primary_url(), "ALTER SYSTEM RESET synchronous_standby_names");
+    psql_output(m_env, pg::primary_url(), "SELECT pg_reload_conf()");
     await([&] { return sync_state(m_env) == "sync"; }, 30s, 50ms);
   }
   AsynchronousStandby(const AsynchronousStandby&) = delete;
@@ -124,15 +126,16 @@ TEST_SUITE("replication") {
     std::random_device random;
     const std::string role = "clock_test_plain_" + std::to_string(random() % 1'000'000'000);
     const std::string dbname = pg::dbname_of(env.url());
-    psql(env, env.url(),
-         "CREATE ROLE " + role + " LOGIN; GRANT CREATE ON DATABASE \"" + dbname + "\" TO " + role);
+    psql_output(
+        env, env.url(),
+        "CREATE ROLE " + role + " LOGIN; GRANT CREATE ON DATABASE \"" + dbname + "\" TO " + role);
     const std::map<std::string, std::string> as_role = {
         {"CLOCK_DATABASE_URL", env.url() + " user=" + role}};
     Result init = env.clock({"init"}, as_role);
     Result status = env.clock({"status", "-v"}, as_role);
     // Its schema, privileges and the role go before the database does.
-    psql(env, env.url(), "DROP OWNED BY " + role);
-    psql(env, env.url(), "DROP ROLE " + role);
+    psql_output(env, env.url(), "DROP OWNED BY " + role);
+    psql_output(env, env.url(), "DROP ROLE " + role);
     CHECK_EXIT(init, 0);
     CHECK(init.err.empty());
     CHECK_EXIT(status, 1);

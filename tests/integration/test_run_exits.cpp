@@ -28,7 +28,7 @@ std::map<std::string, json> released_by_resource(const TestEnv& env) {
 }
 
 // The value of one sample of a gauge in a Prometheus exposition; "" if absent.
-std::string sample(const std::string& exposition, const std::string& series) {
+std::string gauge_sample(const std::string& exposition, const std::string& series) {
   auto at = exposition.find("\n" + series + " ");
   if (at == std::string::npos)
     return "";
@@ -97,16 +97,16 @@ TEST_SUITE("run exits") {
     CHECK(runs["/job.bad/failed"] == 1);
     CHECK(runs["/job.term/failed"] == 1);
     CHECK(runs["/job.good/acquired"] == 2);
-    CHECK(sample(metrics.out, "clock_last_exit_status{namespace=\"\",resource=\"job.good\"}") ==
-          "0");
-    CHECK(sample(metrics.out, "clock_last_exit_status{namespace=\"\",resource=\"job.bad\"}") ==
-          "3");
-    CHECK(sample(metrics.out, "clock_last_exit_status{namespace=\"\",resource=\"job.term\"}") ==
-          "143");
+    CHECK(gauge_sample(metrics.out,
+                       "clock_last_exit_status{namespace=\"\",resource=\"job.good\"}") == "0");
+    CHECK(gauge_sample(metrics.out,
+                       "clock_last_exit_status{namespace=\"\",resource=\"job.bad\"}") == "3");
+    CHECK(gauge_sample(metrics.out,
+                       "clock_last_exit_status{namespace=\"\",resource=\"job.term\"}") == "143");
     for (const char* resource : {"job.good", "job.bad", "job.term"}) {
       auto seconds =
-          sample(metrics.out, "clock_last_run_duration_seconds{namespace=\"\",resource=\"" +
-                                  std::string(resource) + "\"}");
+          gauge_sample(metrics.out, "clock_last_run_duration_seconds{namespace=\"\",resource=\"" +
+                                        std::string(resource) + "\"}");
       CHECK_MESSAGE(!seconds.empty(), resource);
       if (!seconds.empty())
         CHECK(std::stod(seconds) >= 0);

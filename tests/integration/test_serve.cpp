@@ -16,6 +16,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "fault_tools.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
@@ -23,15 +24,6 @@
 using namespace clk::test;
 
 namespace {
-
-std::string getenv_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
-
-std::string promtool() {
-  return getenv_or("CLOCK_TEST_PROMTOOL", "/usr/bin/promtool");
-}
 
 std::string chromium() {
   return getenv_or("CLOCK_TEST_CHROMIUM", "/usr/bin/chromium");

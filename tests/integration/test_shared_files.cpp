@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common_helpers.hpp"
 #include "harness.hpp"
 
 using namespace clk::test;
@@ -18,15 +19,6 @@ namespace {
 constexpr int k_group = 61000;  // the group both users share
 constexpr int k_alice = 61001;
 constexpr int k_bob = 61002;
-
-// The multi-user cases run the tests' own users through setpriv, which needs
-// root; elsewhere doctest counts them as skipped.
-doctest::skip as_root() {
-  return doctest::skip(geteuid() != 0);
-}
-doctest::skip sqlite_as_root() {
-  return doctest::skip(geteuid() != 0 || backend_name() != "sqlite");
-}
 
 // `sh -c SCRIPT` as `uid` in k_group alone, under umask 002, with the test's
 // environment (T_CLOCK, T_DIR…). The test directory is made traversable.
@@ -41,20 +33,10 @@ Result shell_as(const TestEnv& env, int uid, const std::string& script,
   return run(command, env.path("output"));
 }
 
-unsigned mode_of(const fs::path& file) {
-  struct stat info {};
-  REQUIRE(::stat(file.c_str(), &info) == 0);
-  return info.st_mode & 07777;
-}
-
 gid_t group_of(const fs::path& file) {
   struct stat info {};
   REQUIRE(::stat(file.c_str(), &info) == 0);
   return info.st_gid;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Root's config file, 0600 as clock demands when it holds a password, in

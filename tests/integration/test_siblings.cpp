@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace {
 
 // The history events of `resource` of one kind.
-json events_of(const TestEnv& env, const std::string& resource, const std::string& event) {
+json sibling_events(const TestEnv& env, const std::string& resource, const std::string& event) {
   Result history =
       env.clock({"history", resource, "--event", event, "--limit", "10000", "--format", "json"});
   REQUIRE_EXIT(history, 0);
@@ -58,8 +58,8 @@ TEST_SUITE("siblings") {
     for (int job = 1; job <= 6; ++job) {
       const std::string resource = "fleet.job" + std::to_string(job);
       CAPTURE(resource);
-      CHECK(events_of(env, resource, "acquired").size() == 6);
-      CHECK(events_of(env, resource, "skipped").empty());
+      CHECK(sibling_events(env, resource, "acquired").size() == 6);
+      CHECK(sibling_events(env, resource, "skipped").empty());
     }
   }
 
@@ -82,8 +82,8 @@ TEST_SUITE("siblings") {
     env.let_go("long");
     CHECK_EXIT(holder->wait(30s), 0);
     CHECK(refused == 0);
-    CHECK(events_of(env, "fleet.other", "acquired").size() == 40);
-    CHECK(events_of(env, "fleet.other", "skipped").empty());
+    CHECK(sibling_events(env, "fleet.other", "acquired").size() == 40);
+    CHECK(sibling_events(env, "fleet.other", "skipped").empty());
   }
 
   TEST_CASE("a live sibling-related holder still refuses -n, recorded with who was in the way") {
@@ -91,7 +91,7 @@ TEST_SUITE("siblings") {
     auto holder = env.acquire({"-r", "fleet", "--ttl", "1m"});
     Result result = env.clock({"run", "-n", "-r", "fleet.job1", "--", "true"});
     CHECK_EXIT(result, 75);
-    auto skipped = events_of(env, "fleet.job1", "skipped");
+    auto skipped = sibling_events(env, "fleet.job1", "skipped");
     REQUIRE(skipped.size() == 1);
     CHECK(skipped[0]["in_the_way"]["owner"] == holder.owner);
     CHECK(skipped[0]["in_the_way"]["token"] == holder.token());
@@ -114,7 +114,7 @@ TEST_SUITE("siblings") {
     CHECK(result.err.find("another transaction holds locks under the same top-level name") !=
           std::string::npos);
     CHECK(result.err.find("open transaction of its own for over 2s") != std::string::npos);
-    auto skipped = events_of(env, "fleet.job1", "skipped");
+    auto skipped = sibling_events(env, "fleet.job1", "skipped");
     REQUIRE(skipped.size() == 1);
     CHECK(skipped[0]["in_the_way"]["host"] == "an open transaction of another session");
     // The same run once the transaction is over: granted.

@@ -13,6 +13,7 @@
 
 #include "error.hpp"
 #include "store/migration.hpp"
+#include "store/postgres/grant_carry.hpp"
 #include "store/postgres/schema.hpp"
 
 namespace clk::store::postgres {
@@ -44,12 +45,8 @@ constexpr std::string_view k_dropped_functions[] = {
 // above, and every role that could execute it may execute its successors,
 // so a least-privilege role (sql/postgres/roles.sql) keeps working across
 // the upgrade without roles.sql being run again.
-struct Replaced {
-  std::string_view old_signature;
-  std::vector<std::string_view> successors;
-};
 // Successors are current signatures: an older schema may skip a step.
-const Replaced k_replaced_functions[] = {
+const ReplacedFunction k_release_1_0_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
@@ -89,14 +86,10 @@ const Replaced k_replaced_functions[] = {
 // execute too, so that a least-privilege role (sql/postgres/roles.sql)
 // gains them at the upgrade without roles.sql being run again. The
 // existing function stays as it is.
-struct GrantedBeside {
-  std::string_view existing;
-  std::string_view added;
-};
 // Whoever may renew may record its leftovers (migration 015); whoever may
 // acquire may declare the expected period of what it holds (014), and a
 // reader of the status (clock_reader) may not.
-constexpr GrantedBeside k_granted_beside[] = {
+constexpr GrantedBeside k_release_1_0_granted_beside[] = {
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"},
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
@@ -128,7 +121,7 @@ std::string release_1_0_block(const std::string& schema) {
   // Each replaced function's grantees, as "role<US>successor" pairs (US: the
   // unit separator, in no identifier), granted once the successors exist.
   block += "    v_grantees := '{}';\n";
-  for (const auto& replaced : k_replaced_functions) {
+  for (const auto& replaced : k_release_1_0_replaced_functions) {
     const std::string old_function = q + "." + std::string(replaced.old_signature);
     for (auto successor : replaced.successors) {
       block +=
@@ -142,7 +135,7 @@ std::string release_1_0_block(const std::string& schema) {
     }
     block += "    DROP FUNCTION IF EXISTS " + old_function + ";\n";
   }
-  for (const auto& beside : k_granted_beside) {
+  for (const auto& beside : k_release_1_0_granted_beside) {
     block += "    v_grantees := v_grantees || ARRAY(SELECT quote_ident(r.rolname) || chr(31) || '" +
              q + "." + std::string(beside.added) +
              "' FROM pg_proc AS p, aclexplode(p.proacl) AS a, pg_roles AS r"

@@ -9,6 +9,7 @@
 
 #include "error.hpp"
 #include "store/migration.hpp"
+#include "store/postgres/grant_carry.hpp"
 #include "store/postgres/release_1_0.hpp"
 
 namespace clk::store::postgres {
@@ -21,12 +22,8 @@ constexpr std::size_t k_max_schema_length = 55;
 // could execute the old one (by name, in any older set) may execute its
 // successors in a new set, so a least-privilege role (sql/postgres/roles.sql)
 // keeps working across the upgrade without roles.sql being run again.
-struct Replaced {
-  std::string_view old_signature;
-  std::vector<std::string_view> successors;
-};
 // Successors are current signatures: an older schema may skip a step.
-const Replaced k_replaced_functions[] = {
+const ReplacedFunction k_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
@@ -73,10 +70,6 @@ const Replaced k_replaced_functions[] = {
 // in any older set) may execute too in a new set, so that a least-privilege
 // role (sql/postgres/roles.sql) gains them at the upgrade without roles.sql
 // being run again.
-struct GrantedBeside {
-  std::string_view existing;
-  std::string_view added;
-};
 // Whoever may renew may record its leftovers (migration 015) and its
 // holder's trace, read another's and end a dead holder's lease (017,
 // docs/dead-holder.md); whoever may
