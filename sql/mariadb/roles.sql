@@ -66,7 +66,8 @@
 -- sets innodb_lock_wait_timeout (5 s) for its own sessions. These bounds are
 -- this release's procedures' (its suffixed set); release 1.0's unsuffixed
 -- ones, granted below for v1.0.0 hosts, are kept as v1.0.0 installs them
--- and have none: once no host runs v1.0.0, revoke EXECUTE on them.
+-- and have none: once no host runs v1.0.0, run this file again with
+-- @without_release_1_0 set (below), which leaves them out.
 --
 -- The roles are per server, not per database: this file starts by taking
 -- every privilege back from them (so a re-run also takes back what an older
@@ -88,20 +89,36 @@ GRANT clock_app TO clock_operator;
 
 GRANT SELECT ON schema_migrations TO clock_reader;
 GRANT SELECT ON procedures_stamp TO clock_reader;
-GRANT EXECUTE ON PROCEDURE clock_status_rows TO clock_reader;
-GRANT EXECUTE ON PROCEDURE clock_history TO clock_reader;
-GRANT EXECUTE ON PROCEDURE clock_expected_rows TO clock_reader;
 
-GRANT EXECUTE ON PROCEDURE clock_try_acquire TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_leave_queue TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_record_missed_run TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_renew TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_note_leftovers TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_release TO clock_app;
-GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
+-- Release 1.0's procedures (unsuffixed), for v1.0.0 hosts. Once no host
+-- runs v1.0.0, run this file again with the variable without_release_1_0
+-- set, in the same session:
+--
+--   { echo 'SET @without_release_1_0 = 1;'; cat sql/mariadb/roles.sql; } | mariadb clockdb
+--
+-- The REVOKE above takes them back and nothing grants them again, so an
+-- app login can no longer reach procedures that have none of this
+-- release's bounds. Clock 1.1 and later call only their own sets (below).
+DELIMITER $$
+BEGIN NOT ATOMIC
+  IF @without_release_1_0 IS NULL THEN
+    GRANT EXECUTE ON PROCEDURE clock_status_rows TO clock_reader;
+    GRANT EXECUTE ON PROCEDURE clock_history TO clock_reader;
+    GRANT EXECUTE ON PROCEDURE clock_expected_rows TO clock_reader;
 
-GRANT EXECUTE ON PROCEDURE clock_force_release TO clock_operator;
-GRANT EXECUTE ON PROCEDURE clock_gc_batch TO clock_operator;
+    GRANT EXECUTE ON PROCEDURE clock_try_acquire TO clock_app;
+    GRANT EXECUTE ON PROCEDURE clock_leave_queue TO clock_app;
+    GRANT EXECUTE ON PROCEDURE clock_record_missed_run TO clock_app;
+    GRANT EXECUTE ON PROCEDURE clock_renew TO clock_app;
+    GRANT EXECUTE ON PROCEDURE clock_note_leftovers TO clock_app;
+    GRANT EXECUTE ON PROCEDURE clock_release TO clock_app;
+    GRANT EXECUTE ON PROCEDURE clock_expect_runs TO clock_app;
+
+    GRANT EXECUTE ON PROCEDURE clock_force_release TO clock_operator;
+    GRANT EXECUTE ON PROCEDURE clock_gc_batch TO clock_operator;
+  END IF;
+END$$
+DELIMITER ;
 
 -- Each release from 1.1 on calls its own set of routines, named with the
 -- set's suffix (docs/upgrades.md): the same grants on every set that

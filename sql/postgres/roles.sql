@@ -86,8 +86,8 @@
 -- clock_app login they are a safety net, not a bound: give clock_app only
 -- to the hosts that run clock. These bounds are this release's functions'
 -- (its routine set); release 1.0's, granted below for v1.0.0 hosts, are kept
--- as v1.0.0 installs them and have none: once no host runs v1.0.0, revoke
--- EXECUTE on the functions of the schema itself from the three roles.
+-- as v1.0.0 installs them and have none: once no host runs v1.0.0, run this
+-- file again with -v without_release_1_0=1, which leaves them out.
 -- Neither role may create or migrate the schema: a command run as one of
 -- them against a missing or older schema fails with exit 78, pointing at
 -- `clock init`, which the schema owner runs.
@@ -113,8 +113,16 @@ REVOKE ALL ON ALL TABLES IN SCHEMA :"schema" FROM clock_app, clock_operator, clo
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA :"schema" FROM clock_app, clock_operator, clock_reader;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA :"schema" FROM PUBLIC, clock_app, clock_operator, clock_reader;
 
-GRANT USAGE ON SCHEMA :"schema" TO clock_app;
-GRANT SELECT ON :"schema".schema_migrations TO clock_app;
+GRANT USAGE ON SCHEMA :"schema" TO clock_app, clock_reader;
+GRANT SELECT ON :"schema".schema_migrations TO clock_app, clock_reader;
+
+-- Release 1.0's functions, in the schema itself, for v1.0.0 hosts. Once no
+-- host runs v1.0.0, run this file again with -v without_release_1_0=1:
+-- the REVOKE above takes them back and nothing grants them again, so an
+-- app login can no longer reach functions that have none of this
+-- release's bounds. Clock 1.1 and later call only their own sets (below).
+\if :{?without_release_1_0}
+\else
 GRANT EXECUTE ON FUNCTION
   :"schema".try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text,
                         bigint, text, text, timestamptz, boolean, text, text, bigint),
@@ -130,8 +138,6 @@ GRANT EXECUTE ON FUNCTION
   :"schema".expected_rows(text, text, bigint)
 TO clock_app;
 
-GRANT USAGE ON SCHEMA :"schema" TO clock_reader;
-GRANT SELECT ON :"schema".schema_migrations TO clock_reader;
 GRANT EXECUTE ON FUNCTION
   :"schema".status_rows(text, text, boolean),
   :"schema".history(text, text, integer, text),
@@ -142,6 +148,7 @@ GRANT EXECUTE ON FUNCTION
   :"schema".force_release(text, text[], text),
   :"schema".gc_batch(integer, bigint, boolean)
 TO clock_operator;
+\endif
 
 -- Each release from 1.1 on calls its own set of functions, a schema of its
 -- own that routine_sets records (docs/upgrades.md; the functions above are

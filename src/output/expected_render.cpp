@@ -104,7 +104,7 @@ std::string expected_prometheus(const store::ExpectedRuns& expected) {
       } else if (family == &interval) {
         value = seconds_text(run.every.count() / 1000.0);
       } else {
-        value = store::overdue(run, expected.now) ? "1" : "0";
+        value = std::string(store::overdue(run, expected.now) ? "1" : "0");
       }
       out += std::string(family->name) + "{namespace=\"" + prometheus_label_value(run.ns) +
              "\",resource=\"" + prometheus_label_value(run.resource.str()) + "\"} " + value + "\n";

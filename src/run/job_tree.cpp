@@ -17,6 +17,7 @@
 
 #include "run/job_cgroup.hpp"
 #include "util/proc_file.hpp"
+#include "util/proc_stat.hpp"
 
 namespace clk::run {
 
@@ -42,20 +43,11 @@ void for_each_pid_entry(const std::string& dir, Each each) {
   }
 }
 
-// The parent pid from /proc/PID/stat; the name in parentheses may hold
-// spaces and ')', so the fields are read after the last ')'.
 std::optional<pid_t> parent_of(pid_t pid) {
-  auto text = util::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!text)
+  auto facts = util::read_proc_stat(std::to_string(pid));
+  if (!facts)
     return std::nullopt;
-  auto paren = text->rfind(')');
-  if (paren == std::string::npos)
-    return std::nullopt;
-  char state = 0;
-  long parent = 0;
-  if (std::sscanf(text->c_str() + paren + 1, " %c %ld", &state, &parent) != 2)
-    return std::nullopt;
-  return static_cast<pid_t>(parent);
+  return facts->parent;
 }
 
 // Whether /proc/self is this process: not so in a pid namespace that kept

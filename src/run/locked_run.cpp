@@ -18,8 +18,11 @@ namespace {
 
 std::string joined_tokens(const std::vector<store::Grant>& grants) {
   std::string out;
-  for (const auto& grant : grants)
-    out += (out.empty() ? "" : ",") + std::to_string(grant.token);
+  for (const auto& grant : grants) {
+    if (!out.empty())
+      out += ',';
+    out += std::to_string(grant.token);
+  }
   return out;
 }
 

@@ -27,7 +27,7 @@ std::optional<ProcStat> read_proc_stat(const std::string& pid) {
           &state, &parent, &group, &ticks) != 4 ||
       ticks < 0)
     return std::nullopt;
-  return ProcStat{state, static_cast<pid_t>(group), ticks};
+  return ProcStat{state, static_cast<pid_t>(parent), static_cast<pid_t>(group), ticks};
 }
 
 bool has_exited(char state) {

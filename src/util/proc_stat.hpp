@@ -10,6 +10,7 @@ namespace clk::util {
 
 struct ProcStat {
   char state = 0;                // field 3: R, S, D, Z (zombie), X (dead)…
+  pid_t parent = 0;              // field 4
   pid_t group = 0;               // field 5: the process group
   std::int64_t start_ticks = 0;  // field 22: start, in clock ticks after boot
 };

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/proc_stat.hpp"
+
 namespace clk::util {
 
 std::string host_name() {
@@ -228,21 +230,10 @@ std::vector<std::int64_t> process_lineage() {
   std::vector<std::int64_t> lineage;
   for (pid_t pid = getpid(); pid > 1 && lineage.size() < 64;) {
     lineage.push_back(pid);
-    // /proc/PID/stat: "PID (COMM) STATE PPID …"; COMM may hold spaces and
-    // parentheses, so the fields are counted from its last ')'.
-    std::FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-    if (!file)
+    auto facts = read_proc_stat(std::to_string(pid));
+    if (!facts)
       break;
-    std::array<char, 1024> line{};
-    std::size_t length = std::fread(line.data(), 1, line.size() - 1, file);
-    std::fclose(file);
-    std::string_view stat(line.data(), length);
-    auto close = stat.rfind(')');
-    long parent = 0;
-    if (close == std::string_view::npos ||
-        std::sscanf(line.data() + close + 1, " %*c %ld", &parent) != 1)
-      break;
-    pid = static_cast<pid_t>(parent);
+    pid = facts->parent;
   }
   return lineage;
 }

@@ -313,14 +313,17 @@ Result psql(const TestEnv& env, const std::string& sql) {
   return psql(env, env.url(), sql);
 }
 
-void install_roles(const TestEnv& env) {
+void install_roles(const TestEnv& env, const std::vector<std::string>& psql_variables) {
   REQUIRE_EXIT(env.clock({"init"}), 0);
-  REQUIRE_EXIT(
-      run(env.command({"psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "schema=clock", "-d",
-                       env.url(), "-f",
-                       std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"}),
-          env.path("output")),
-      0);
+  std::vector<std::string> argv = {"psql", "-X",          "-q", "-v", "ON_ERROR_STOP=1",
+                                   "-v",   "schema=clock"};
+  for (const auto& variable : psql_variables) {
+    argv.push_back("-v");
+    argv.push_back(variable);
+  }
+  argv.insert(argv.end(), {"-d", env.url(), "-f",
+                           std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/postgres/roles.sql"});
+  REQUIRE_EXIT(run(env.command(argv), env.path("output")), 0);
 }
 
 Result pg_ctl(const TestEnv& env, const std::vector<std::string>& args, milliseconds timeout) {

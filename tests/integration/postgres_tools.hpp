@@ -68,7 +68,8 @@ Result psql(const TestEnv& env, const std::string& sql);
 
 // `clock init`, then sql/postgres/roles.sql on the test's database: the
 // schema and the clock_app / clock_operator group roles a login role joins.
-void install_roles(const TestEnv& env);
+// `psql_variables` go to psql as -v NAME=VALUE (without_release_1_0=1).
+void install_roles(const TestEnv& env, const std::vector<std::string>& psql_variables = {});
 
 // `tests/helpers/pg-ctl.sh ACTION [ARGS…]` on the server of with-postgres.sh
 // (ACTION promote: its standby).

@@ -30,12 +30,13 @@ namespace {
 // clock_operator. Roles are per server, so their names are per test.
 class Roles {
  public:
-  explicit Roles(const TestEnv& env) : m_env(env) {
+  explicit Roles(const TestEnv& env, const std::vector<std::string>& psql_variables = {})
+      : m_env(env) {
     std::random_device random;
     std::string suffix = std::to_string(random() % 1'000'000'000);
     m_app = "clock_test_app_" + suffix;
     m_operator = "clock_test_op_" + suffix;
-    pg::install_roles(env);
+    pg::install_roles(env, psql_variables);
     REQUIRE_EXIT(psql(env, env.url(),
                       "CREATE ROLE " + m_app + " LOGIN IN ROLE clock_app; CREATE ROLE " +
                           m_operator + " LOGIN IN ROLE clock_operator"),
@@ -151,6 +152,48 @@ TEST_SUITE("least privilege") {
     REQUIRE(await([&] { return !env.status().value("waiters", json::array()).empty(); }, 30s));
     CHECK_EXIT(env.clock({"release", "-r", "app.queue", "--owner", other.credential}), 0);
     CHECK_EXIT(waiter->wait(), 0);
+  }
+
+  // docs/upgrades.md: once no host runs v1.0.0, roles.sql run again with
+  // without_release_1_0 takes release 1.0's functions, which have none of
+  // this release's bounds, from the roles, and clock keeps working.
+  TEST_CASE(
+      "roles.sql -v without_release_1_0=1 takes release 1.0's unbounded functions from "
+      "clock_app, and clock runs, waits, reads and releases as before" *
+      ::clk::test::only_on("postgres")) {
+    TestEnv env;
+    const std::string old_call =
+        "SELECT clock.try_acquire('', (SELECT array_agg('b.n' || g) FROM generate_series(1, "
+        "100) g), 'exclusive', 0, gen_random_uuid(), 60000, 'r', false, 'h', '', 1, 'u', 'c', "
+        "NULL, false, '', 'x', 1)";
+    {
+      Roles kept(env);  // during the upgrade: v1.0.0 hosts still call them
+      Result allowed = psql(env, kept.app_url(), old_call);
+      INFO(allowed.describe());
+      CHECK(allowed.err.find("permission denied") == std::string::npos);
+    }
+    Roles roles(env, {"without_release_1_0=1"});
+    Result denied = psql(env, roles.app_url(), old_call);
+    INFO(denied.describe());
+    CHECK(denied.status != 0);
+    CHECK(denied.err.find("permission denied for function try_acquire") != std::string::npos);
+    Result reader = psql(env, roles.app_url(), "SELECT * FROM clock.status_rows('', '', false)");
+    CHECK(reader.err.find("permission denied") != std::string::npos);
+
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
+    Acquired held = acquire_as(env, roles.as_app(), {"-r", "app.queue", "--ttl", "1m"});
+    auto waiter = env.spawn(
+        env.clock_command({"run", "-w", "60s", "-r", "app.queue", "--", "true"}, roles.as_app()));
+    REQUIRE(await([&] { return !env.status().value("waiters", json::array()).empty(); }, 30s));
+    CHECK_EXIT(env.clock({"renew", "-r", "app.queue", "--owner", held.credential}, roles.as_app()),
+               0);
+    CHECK_EXIT(
+        env.clock({"release", "-r", "app.queue", "--owner", held.credential}, roles.as_app()), 0);
+    CHECK_EXIT(waiter->wait(), 0);
+    CHECK(env.holders_of("app.queue").empty());
+    Result history = env.clock({"history", "--format", "json"}, roles.as_app());
+    CHECK_EXIT(history, 0);
+    CHECK(history.out.find("released") != std::string::npos);
   }
 
   TEST_CASE("clock_app cannot force a release, gc, or release another owner's lock" *
@@ -435,6 +478,14 @@ TEST_SUITE("least privilege") {
          "65 resources in one call: at most 64"},
         {f + "end_dead_lease('', 'b', " + id + ", 1, 'boot', 1, 1, 1, repeat('x', 513))",
          "too long"},
+        {f + "note_leftovers('', '{b}', " + id +
+             ", '{}', (SELECT jsonb_agg(jsonb_build_object('pid', g, 'command', 'x', 'fate', "
+             "'running')) FROM generate_series(1, 65) g), '', 'x')",
+         "too many leftovers: at most 64"},
+        {f + "note_leftovers('', '{b}', " + id +
+             ", '{}', jsonb_build_array(jsonb_build_object('pid', 1, 'command', repeat('x', "
+             "140000), 'fate', 'running')), '', 'x')",
+         "too many leftovers: at most 64"},
         {f + "try_acquire('', '{b}', 'exclusive', 0, " + id +
              ", 60000, 'r', false, 'h', '', 1, 'u', repeat('c', 4097), NULL, false, '', 'x')",
          "too long"},

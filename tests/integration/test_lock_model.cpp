@@ -739,7 +739,7 @@ TEST_SUITE("lock model") {
   TEST_CASE("several resources at once with mixed modes are granted all together or not at all") {
     TestEnv env;
     std::string reader = random_owner();
-    env.acquire({"-s", "-r", "a", "-r", "b", "--owner", reader});
+    env.acquire({"-s", "-r", "a", "-r", "b", "--owner", reader, "--ttl", "10m"});
     // Shared with shared, on both and below them.
     CHECK_EXIT(env.clock({"run", "-n", "-s", "-r", "a", "-r", "b", "--", "true"}), 0);
     CHECK_EXIT(env.clock({"run", "-n", "-s", "-r", "b.x", "-r", "a.y", "--", "true"}), 0);
@@ -753,7 +753,7 @@ TEST_SUITE("lock model") {
     CHECK_EXIT(env.clock({"acquire", "-n", "-x", "-r", "c", "-r", "b"}), 75);
     CHECK(env.holders_of("c").empty());
     std::string writer = random_owner();
-    env.acquire({"-x", "-r", "d", "--owner", writer});
+    env.acquire({"-x", "-r", "d", "--owner", writer, "--ttl", "10m"});
     CHECK_EXIT(env.clock({"acquire", "-n", "-s", "-r", "a", "-r", "d"}), 75);
     auto a_holders = env.holders_of("a");
     REQUIRE(a_holders.size() == 1);

@@ -15,12 +15,12 @@ using namespace clk::test;
 
 TEST_SUITE("stress") {
   TEST_CASE(
-      "eight processes running fifty critical sections each never overlap and lose no "
+      "eight processes running twenty-five critical sections each never overlap and lose no "
       "increment" *
       doctest::timeout(900)) {
     TestEnv env;
     constexpr int k_processes = 8;
-    constexpr int k_iterations = 50;
+    constexpr int k_iterations = 25;
     std::vector<Command> commands(k_processes,
                                   env.shell_command(looping_script("-r counter", k_iterations)));
     std::vector<Result> results = run_all(commands, env.path("output"), 900s);

@@ -133,11 +133,11 @@ void check_contention(const TestEnv& env, int processes, int iterations,
 
 TEST_SUITE("stress") {
   TEST_CASE(
-      "sixteen processes over PostgreSQL run eight hundred critical sections one at a time, "
+      "sixteen processes over PostgreSQL run four hundred critical sections one at a time, "
       "tokens increasing" *
       doctest::timeout(900) * ::clk::test::only_on("postgres")) {
     TestEnv env;
-    check_contention(env, 16, 50, {});
+    check_contention(env, 16, 25, {});
   }
 
   TEST_CASE(

@@ -10,7 +10,9 @@
 #    once (54000), where it used to run for a minute holding the
 #    hierarchy's slot row (the job lost its lease, 79; others timed out);
 # and meanwhile a sibling's `run -n` exits 0, an operator's
-# `release --force` exits 0 and the job exits 0. Then: clock init warns
+# `release --force` exits 0 and the job exits 0. Then: every procedure's
+# bounds; roles.sql with @without_release_1_0 takes release 1.0's
+# unbounded procedures away and clock keeps working; clock init warns
 # when the server's general log would keep owner secrets.
 # Exits 77 (skipped) without a server; in CI that is a failure.
 set -uo pipefail
@@ -114,6 +116,30 @@ for call in "clock_note_holder$suffix('', '$names', UUID(), '[]', 'boot', 1, 1, 
 done
 check "clock_release2 refuses a lineage of 65 pids" fails_with "lineage of more than 64 pids" \
   as_app -e "CALL clock_release2$suffix('', '[\"b\"]', UUID(), '', 'x', 'h', '$lineage', FALSE, 0, NULL)"
+# The leftovers a run records are shown to everyone: at most 64.
+leftovers=$(python3 -c 'import json; print(json.dumps([{"pid": i, "command": "x", "fate": "running"} for i in range(1, 66)]))')
+check "clock_note_leftovers refuses 65 leftovers" fails_with "too many leftovers: at most 64" \
+  as_app -e "CALL clock_note_leftovers$suffix('', '[\"b\"]', UUID(), '[]', '$leftovers', '', 'x')"
+
+# Once no host runs v1.0.0 (docs/upgrades.md): roles.sql again with
+# @without_release_1_0 set takes release 1.0's unsuffixed procedures, which
+# have none of these bounds, from the roles; clock keeps working through
+# its own set.
+grants() { as_root -e "SHOW GRANTS FOR clock_app; SHOW GRANTS FOR clock_reader"; }
+grants_execute_on() { grants | grep -q "PROCEDURE \`$db\`.\`$1\` TO"; }
+lacks_execute_on() { ! grants_execute_on "$1"; }
+check "before: clock_app may call release 1.0's clock_try_acquire" grants_execute_on clock_try_acquire
+{ echo "SET @without_release_1_0 = 1;"; cat "$sql_dir/roles.sql"; } | as_root "$db"
+check "after: clock_app may not call release 1.0's clock_try_acquire" \
+  lacks_execute_on clock_try_acquire
+check "after: clock_reader may not call release 1.0's clock_status_rows" \
+  lacks_execute_on clock_status_rows
+check "after: clock_app may call this release's clock_try_acquire$suffix" \
+  grants_execute_on "clock_try_acquire$suffix"
+check "after: clock run as an app login exits 0" \
+  run_clock --database "$app_url" run -n -r after.retire -- true
+check "after: its history names the release" \
+  grep -q released <(run_clock --database "$app_url" history after.retire)
 
 # The general log writes every statement with its values, owner secrets
 # included: clock init says so (as it does of PostgreSQL's statement log).

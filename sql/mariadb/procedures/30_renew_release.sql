@@ -208,6 +208,12 @@ BEGIN
       SET MESSAGE_TEXT = 'note_leftovers: invalid owner, tokens (one per resource, or none) '
                          'or leftovers (a JSON array)';
   END IF;
+  -- status and history show the list to everyone (docs/threat-model.md,
+  -- "Bounds of a call"); clock records at most 64, 200 bytes of command each.
+  IF LENGTH(p_leftovers) > 131072 OR JSON_LENGTH(p_leftovers) > 64 THEN
+    SIGNAL SQLSTATE '54000'
+      SET MESSAGE_TEXT = 'too many leftovers: at most 64, in at most 128 KiB of JSON';
+  END IF;
   SET v_leftovers = IF(COALESCE(JSON_LENGTH(p_leftovers), 0) = 0, NULL, p_leftovers);
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;

@@ -145,6 +145,13 @@ BEGIN
       MESSAGE = 'note_leftovers: invalid owner, tokens (one per resource, or none) or leftovers '
                 '(a JSON array)';
   END IF;
+  -- status and history show the list to everyone (docs/threat-model.md,
+  -- "Bounds of a call"); clock records at most 64, 200 bytes of command each.
+  IF jsonb_array_length(coalesce(p_leftovers, '[]')) > 64
+     OR octet_length(p_leftovers::text) > 131072 THEN
+    RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+      MESSAGE = 'too many leftovers: at most 64, in at most 128 KiB of JSON';
+  END IF;
   v_leftovers := CASE WHEN jsonb_array_length(coalesce(p_leftovers, '[]')) = 0 THEN NULL
                       ELSE p_leftovers END;
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);

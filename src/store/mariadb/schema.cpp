@@ -297,8 +297,11 @@ FirstLook first_look(Connection& connection) {
   // Every version this binary knows, not max(version): numbers are assigned
   // to branches ahead of merging, so a schema may hold 003 and lack 002.
   std::string versions;
-  for (const Migration& migration : sql::mariadb_migrations())
-    versions += (versions.empty() ? "" : ",") + std::to_string(migration.version);
+  for (const Migration& migration : sql::mariadb_migrations()) {
+    if (!versions.empty())
+      versions += ',';
+    versions += std::to_string(migration.version);
+  }
   try {
     auto rows = connection
                     .prepare("check the schema version",

@@ -26,7 +26,8 @@ namespace clk::store::postgres {
 
 using namespace std::chrono;
 
-namespace {
+// NoticeLog and ChangeListener are members' types of Connection::Session,
+// which has external linkage, so they are not in an anonymous namespace.
 
 // Server notices (NOTICE, WARNING) go to the debug log, not to stderr.
 class NoticeLog final : public pqxx::errorhandler {
@@ -56,6 +57,8 @@ class ChangeListener final : public pqxx::notification_receiver {
   std::string wanted;
   bool woken = false;
 };
+
+namespace {
 
 bool is_missing_schema(const std::string& state) {
   return state == "42P01" || state == "42883" || state == "3F000";
