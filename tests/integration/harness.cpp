@@ -228,7 +228,9 @@ void Process::signal(int signal_number) {
 Result Process::wait(milliseconds timeout) {
   Result result;
   result.pid = m_pid;
-  auto deadline = m_started + timeout;
+  // From now, not from the start: a holder spawned long ago and told to
+  // finish gets the whole `timeout` to do so.
+  auto deadline = Clock::now() + timeout;
   auto interval = 1ms;
   while (running()) {
     if (Clock::now() >= deadline) {

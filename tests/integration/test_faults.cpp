@@ -28,7 +28,7 @@ TEST_SUITE("faults") {
       "its TTL, never before, and history records the expiry") {
     TestEnv env;
     auto run = env.spawn(
-        env.clock_command({"run", "--ttl", "4s", "--heartbeat", "1s", "--kill-after", "1s", "-r",
+        env.clock_command({"run", "--ttl", "8s", "--heartbeat", "1s", "--kill-after", "1s", "-r",
                            "job", "--", "sh", "-c", "echo $$ > \"$T_DIR/pid\"; exec sleep 1000"}));
     pid_t child = await_pid_file(env, "pid");
     REQUIRE(child > 0);
