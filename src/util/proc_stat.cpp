@@ -3,7 +3,6 @@
 #include "util/proc_stat.hpp"
 
 #include <cstdio>
-#include <cstring>
 
 #include "util/proc_file.hpp"
 
