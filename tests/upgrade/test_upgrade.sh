@@ -137,7 +137,9 @@ roles_of() {  # roles_of RELEASE: that release's roles.sql, as a file
   if [[ $1 == new ]]; then
     cp "$repo/sql/$backend/roles.sql" "$file"
   else
-    git -C "$repo" show "${CLOCK_OLD_COMMIT:-v1.0.0}:sql/$backend/roles.sql" >"$file"
+    # The old build records its commit beside the binary: a clone without
+    # tags (CI's) has the commit but not the name v1.0.0.
+    git -C "$repo" show "$(cat "$(dirname "$old")/commit"):sql/$backend/roles.sql" >"$file"
   fi
   echo "$file"
 }
