@@ -39,6 +39,7 @@
 
 #include "error.hpp"
 #include "store/mariadb_url.hpp"
+#include "store/server/session.hpp"
 
 struct st_mysql;
 struct st_mysql_stmt;
@@ -84,20 +85,16 @@ class ServerTrouble : public clk::Error {
 
 // A statement sent whose reply was lost (the connection dropped while it
 // ran): it may or may not have taken effect. Exit code unavailable (69).
-class OutcomeUnknown : public clk::Error {
- public:
-  explicit OutcomeUnknown(std::string message)
-      : clk::Error(ExitCode::unavailable, std::move(message)) {}
-};
+using server::OutcomeUnknown;
 
 // Whether Connection::call may send a statement again after its connection
-// dropped while it ran: `allowed` for a statement that does the same when
-// sent twice (a grant by request id, a renewal, a read); `if_unsent` for
-// one that must not (a release undoes a re-entry each time), which is sent
-// again only when it cannot have run (the connect or prepare failed, or the
-// server refused or rolled it back: ServerTrouble::took_no_effect), else
-// throws OutcomeUnknown.
-enum class Resend { allowed, if_unsent };
+// dropped while it ran (server::Resend): `allowed` for a statement that does
+// the same when sent twice (a grant by request id, a renewal, a read);
+// `if_unsent` for one that must not (a release undoes a re-entry each time),
+// which is sent again only when it cannot have run (the connect or prepare
+// failed, or the server refused or rolled it back:
+// ServerTrouble::took_no_effect), else throws OutcomeUnknown.
+using server::Resend;
 
 // One bound parameter: SQL NULL, an integer or a string (bytes).
 using Param = std::variant<std::monostate, std::int64_t, std::string>;

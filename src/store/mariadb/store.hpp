@@ -1,4 +1,5 @@
-// The MariaDB store (store.cpp), opened by the module's entry point
+// The MariaDB store: the server store (store/server/server_store.hpp) over a
+// MariaDB session (session.hpp), opened by the module's entry point
 // (module.cpp) for a mysql:// or mariadb:// URL.
 #pragma once
 

@@ -371,12 +371,12 @@ auto Connection::attempt(const std::string& op, Retry retry, Body& body, int& ro
       }
       if (state == "55P03" || state == "57014") {
         throw HierarchyBusy(
-            ExitCode::unavailable,
             op + " timed out waiting for another transaction on the same resources (" + reason +
                 "): a row lock of clock's own table hierarchy_locks, which only clock's "
                 "functions take, held by a session that called them inside an open "
                 "transaction; look for it in pg_stat_activity ('idle in transaction'), then "
-                "retry");
+                "retry",
+            "look for it in pg_stat_activity ('idle in transaction')");
       }
       // The server answered with an error: the statement was rolled back,
       // so it may be sent again whatever `retry` says.

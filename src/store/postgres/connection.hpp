@@ -1,4 +1,4 @@
-// The one connection of a PostgresStore: opened with clock's defaults,
+// The one connection of a PostgreSQL session (session.hpp): opened with clock's defaults,
 // reopened after it broke, and the only place that sees libpqxx. Its
 // failures leave it as clk::Error: unavailable (69) for what a later call
 // may overcome, config (78) for what the configuration must fix, usage (64)
@@ -24,6 +24,7 @@
 #include "error.hpp"
 #include "store/postgres/statement_timer.hpp"
 #include "store/server/row_view.hpp"
+#include "store/server/session.hpp"
 #include "util/backoff.hpp"
 
 namespace clk::store::postgres {
@@ -37,18 +38,11 @@ enum class Retry { if_broken, never };
 
 // The resources' hierarchy is locked by another open transaction (a program
 // holding a clock lock inside its own transaction): for an acquire this means
-// "held", not "backend unavailable".
-class HierarchyBusy : public clk::Error {
- public:
-  using clk::Error::Error;
-};
-
-// A call sent with Retry::never lost its connection before the reply: it may
-// or may not have taken effect (the caller may look and send it again).
-class OutcomeUnknown : public clk::Error {
- public:
-  using clk::Error::Error;
-};
+// "held", not "backend unavailable". A call sent with Retry::never that lost
+// its connection before the reply throws OutcomeUnknown: it may or may not
+// have taken effect (the caller may look and send it again).
+using server::HierarchyBusy;
+using server::OutcomeUnknown;
 
 // The longest one statement may go unanswered before it is abandoned (its
 // connection dropped): every SQL function of clock answers within its

@@ -12,7 +12,14 @@ namespace clk::store {
 
 namespace {
 
-enum Column { k_kind, k_namespace, k_resource, k_every_ms, k_declared_usec, k_at_usec };
+enum Column {
+  k_expected_kind,
+  k_expected_namespace,
+  k_expected_resource,
+  k_every_ms,
+  k_declared_usec,
+  k_at_usec
+};
 
 std::int64_t integer(const RowView& row, int column) {
   const char* text = row.at(column);
@@ -34,12 +41,13 @@ std::string text(const RowView& row, int column) {
 }  // namespace
 
 void ExpectedRows::add(const RowView& row) {
-  const std::string kind = text(row, k_kind);
+  const std::string kind = text(row, k_expected_kind);
   if (kind == "now") {
     m_now = instant(row, k_at_usec);
     return;
   }
-  std::pair<std::string, std::string> key{text(row, k_namespace), text(row, k_resource)};
+  std::pair<std::string, std::string> key{text(row, k_expected_namespace),
+                                          text(row, k_expected_resource)};
   if (kind == "expected") {
     ExpectedRun run{.ns = key.first,
                     .resource = lock::Resource::parse(key.second),
