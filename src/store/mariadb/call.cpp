@@ -1,28 +1,12 @@
 // Connection::call (connection.hpp): one prepared statement sent until it
-// succeeds or the deadline passes, the retry loop of PostgreSQL's
-// Connection::guarded (src/store/postgres/connection.cpp) for MariaDB's
-// error classes.
-#include <thread>
-
-#include <spdlog/spdlog.h>
-
+// succeeds or the deadline passes (server/trouble_retry.hpp, as PostgreSQL's
+// Connection::guarded), for MariaDB's error classes.
 #include "store/mariadb/connection.hpp"
-#include "store/store.hpp"
-#include "util/backoff.hpp"
-#include "util/duration.hpp"
+#include "store/server/trouble_retry.hpp"
 
 namespace clk::store::mariadb {
 
-namespace {
-
-using std::chrono::duration_cast;
-using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// The least time worth a last try before a deadline.
-constexpr milliseconds k_last_try{100};
-
-}  // namespace
 
 void Connection::set_deadline(steady_clock::time_point retry_until) {
   m_retry_until = retry_until;
@@ -30,11 +14,7 @@ void Connection::set_deadline(steady_clock::time_point retry_until) {
 
 std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
                                   const Params& params, Resend resend) {
-  const auto began = steady_clock::now();
-  const auto retry_until = m_retry_until.value_or(began + k_default_patience);
-  util::Backoff backoff;
-  int retries = 0;
-  bool warned = false;
+  server::TroubleRetry patience(m_retry_until.value_or(steady_clock::now() + k_default_patience));
   for (;;) {
     std::string trouble;  // why this attempt failed, when another may succeed
     bool sent = false;
@@ -58,26 +38,7 @@ std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
       }
       trouble = e.what();
     }
-    auto now = steady_clock::now();
-    // A last try comes just before the deadline, not a back-off step early.
-    auto left = retry_until - now;
-    if (left <= k_last_try) {
-      if (retries == 0)
-        throw Error(ExitCode::unavailable, trouble);
-      throw Error(ExitCode::unavailable,
-                  trouble + " (gave up after trying for " +
-                      util::format_duration(duration_cast<milliseconds>(now - began)) + ")");
-    }
-    auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
-    ++retries;
-    if (!warned && now - began >= k_long_trouble) {
-      spdlog::warn("{}; still trying", trouble);
-      warned = true;
-    } else {
-      spdlog::debug("{}; retrying {} in {}", trouble, what,
-                    util::format_duration(duration_cast<milliseconds>(delay)));
-    }
-    std::this_thread::sleep_for(delay);
+    patience.wait_or_give_up(trouble, what);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "store/postgres/conninfo.hpp"
 #include "store/postgres/password_hint.hpp"
 #include "store/postgres/test_fault.hpp"
+#include "store/server/trouble_retry.hpp"
 #include "store/store.hpp"
 #include "util/backoff.hpp"
 #include "util/duration.hpp"
@@ -121,8 +122,6 @@ class Trouble : public Error {
 
 // Until a caller sets a deadline: a one-shot command's patience.
 constexpr seconds k_default_patience{10};
-// The least time worth a last try before a deadline.
-constexpr milliseconds k_last_try{100};
 
 // The kinds of server trouble, each worded for what the operator can change.
 enum class Kind { full, starting, read_only, down };
@@ -404,38 +403,14 @@ auto Connection::attempt(const std::string& op, Retry retry, Body& body, int& ro
 template <typename Body>
 auto Connection::guarded(std::string_view what, Retry retry, Body&& body) {
   const std::string op(what);
-  const auto began = steady_clock::now();
-  util::Backoff backoff;
+  server::TroubleRetry patience(m_retry_until);
   int rollbacks = 0;
-  int retries = 0;
-  bool warned = false;
   for (;;) {
-    std::string trouble;  // why this attempt failed, when another may succeed
     try {
       return attempt(op, retry, body, rollbacks);
     } catch (const Trouble& e) {
-      trouble = e.what();
+      patience.wait_or_give_up(e.what(), op);
     }
-    auto now = steady_clock::now();
-    // A last try comes just before the deadline, not a back-off step early.
-    auto left = m_retry_until - now;
-    if (left <= k_last_try) {
-      if (retries == 0)
-        throw Error(ExitCode::unavailable, trouble);
-      throw Error(ExitCode::unavailable,
-                  trouble + " (gave up after trying for " +
-                      util::format_duration(duration_cast<milliseconds>(now - began)) + ")");
-    }
-    auto delay = std::min<steady_clock::duration>(backoff.next(), left - k_last_try);
-    ++retries;
-    if (!warned && now - began >= k_long_trouble) {
-      spdlog::warn("{}; still trying", trouble);
-      warned = true;
-    } else {
-      spdlog::debug("{}; retrying {} in {}", trouble, op,
-                    util::format_duration(duration_cast<milliseconds>(delay)));
-    }
-    std::this_thread::sleep_for(delay);
   }
 }
 
