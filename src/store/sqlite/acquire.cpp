@@ -94,17 +94,8 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
       return attempt;
     }
   }
-  for (std::size_t i = 0; i < request.resources.size(); ++i) {
-    // Re-entering joins a lease: only its owner may, proven by the secret.
-    const auto& own = own_leases[i];
-    if (decisions[i].verdict == lock::Verdict::reenter && own &&
-        !proves(own->lease, request.secret)) {
-      record(EventKind::refused, own->lease, now, std::nullopt, describe(caller_of(request)));
-      tx.commit();  // keep the record of the refusal, and what was found expired
-      throw refusal_error(Operation::acquire, {Refusal::not_proven, request.resources[i]},
-                          request.owner);
-    }
-  }
+  // Re-entering joins a lease: only its owner may, and the owner's proof
+  // above covers every lease of this owner id.
   for (std::size_t i = 0; i < request.resources.size(); ++i) {
     bool reentry = decisions[i].verdict == lock::Verdict::reenter && own_leases[i];
     attempt.grants.push_back(reentry ? reenter(request, *own_leases[i], now)

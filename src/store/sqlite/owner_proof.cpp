@@ -7,20 +7,6 @@ namespace clk::store::sqlite {
 
 using namespace std::chrono;
 
-// Whether `secret` proves ownership of the lease: its hash matches the one
-// the lease keeps, or the lease keeps none (granted before owner secrets).
-bool SqliteStore::proves(const lock::Lease& lease, const std::string& secret) {
-  auto stmt = m_db.prepare(
-      "SELECT secret_hash IS NULL OR secret_hash = ?4 FROM leases"
-      " WHERE namespace = ?1 AND resource = ?2 AND owner = ?3");
-  stmt.bind(1, lease.ns).bind(2, lease.resource.str()).bind(3, lease.owner.str());
-  if (auto hash = secret_hash(secret))
-    stmt.bind(4, *hash);
-  else
-    stmt.bind_null(4);
-  return stmt.step() && stmt.integer(0) != 0;
-}
-
 // Whether `secret` proves that its caller is the owner id `owner`: no row of
 // the owner's, lease or queue entry (live, or expired and not yet
 // collected), keeps another hash. The proof belongs to the id, not to one

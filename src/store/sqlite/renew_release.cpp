@@ -35,13 +35,8 @@ void SqliteStore::renew(const RenewRequest& request) {
     find.reset();
     bool token_ok = request.tokens.empty() || (row && row->lease.token == request.tokens[i]);
     bool live = row && (!row->lease.expires_at || sqlite::ms_of(*row->lease.expires_at) > now);
-    if (row && live && token_ok) {
-      if (!proves(row->lease, request.secret)) {
-        lost.push_back({Refusal::not_proven, resource});
-        record(EventKind::refused, row->lease, now, std::nullopt, describe(request.caller));
-      }
-      continue;
-    }
+    if (row && live && token_ok)
+      continue;  // proven with the owner above
     std::optional<lock::Token> token;
     if (!request.tokens.empty())
       token = request.tokens[i];
@@ -107,11 +102,6 @@ void SqliteStore::check_still_held(const RenewRequest& held, std::int64_t now,
       throw refusal_error(Operation::renew, {Refusal::other_token, resource}, held.owner);
     if (row->lease.expires_at && sqlite::ms_of(*row->lease.expires_at) <= now)
       throw refusal_error(Operation::renew, {Refusal::expired, resource}, held.owner);
-    if (!proves(row->lease, held.secret)) {
-      record(EventKind::refused, row->lease, now, std::nullopt, describe(held.caller));
-      tx.commit();
-      throw refusal_error(Operation::renew, {Refusal::not_proven, resource}, held.owner);
-    }
   }
 }
 
@@ -172,8 +162,9 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
   auto now = now_ms();
   std::vector<Released> released;
   std::vector<Refused> failures;
-  // Each lease comes with whether the secret proves its ownership, as
-  // proves() would answer, from the same statement.
+  // Each lease comes with whether the secret proves its ownership (its hash
+  // matches the one the lease keeps, or it keeps none: granted before owner
+  // secrets), from the same statement.
   constexpr int k_proven_column = 19;  // after the CLOCK_LEASE_COLUMNS
   struct Found {
     LeaseRow row;

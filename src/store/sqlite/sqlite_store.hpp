@@ -167,7 +167,6 @@ class SqliteStore final : public Store, public DeadHolders {
                         std::int64_t at);
   void remove_lease(const lock::Lease& lease);
   void check_still_held(const RenewRequest& held, std::int64_t now, WriteTransaction& tx);
-  bool proves(const lock::Lease& lease, const std::string& secret);
   bool proves_owner(const lock::OwnerId& owner, const std::string& secret);
   bool held_once_by(const std::string& ns, const lock::Resource& resource,
                     const lock::OwnerId& owner, const std::string& secret);
