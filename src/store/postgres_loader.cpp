@@ -1,17 +1,13 @@
-// The loader: dlopen of the PostgreSQL module (store/postgres/module.hpp). The
-// module stays loaded until the process exits: the Store it makes runs its code.
+// The loader of the PostgreSQL module (store/postgres/module.hpp), through
+// store_module.hpp, with libpq's start-up costs avoided (open_module).
 #include "store/postgres_loader.hpp"
 
 #include <cstdlib>
-#include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
-#include <unistd.h>
-#include <vector>
 
-#include "error.hpp"
 #include "store/postgres/module.hpp"
-#include "util/private_files.hpp"
+#include "store/store_module.hpp"
 
 namespace clk::store {
 
@@ -48,29 +44,13 @@ struct PostgresModule {
 };
 
 PostgresModule load_postgres_module() {
-  auto found = util::find_private_file(k_postgres_module_file);
-  if (!found.path) {
-    throw Error(ExitCode::config, "PostgreSQL support is not installed: no " +
-                                      std::string(k_postgres_module_file) + " in " + found.tried +
-                                      " (install the clock package, or build the clock_postgres "
-                                      "target)");
-  }
-  const auto& file = *found.path;
-  void* handle = open_module(file);
-  if (!handle) {
-    throw Error(ExitCode::config,
-                "cannot load the PostgreSQL module " + file.string() + ": " + dlerror());
-  }
-  const auto* abi = static_cast<const char*>(dlsym(handle, "clock_postgres_module_abi"));
-  PostgresModule module{
-      reinterpret_cast<decltype(&clock_postgres_open)>(dlsym(handle, "clock_postgres_open")),
-      reinterpret_cast<decltype(&clock_postgres_schema_sql)>(
-          dlsym(handle, "clock_postgres_schema_sql"))};
-  if (!abi || std::strcmp(abi, CLOCK_STORE_ABI) != 0 || !module.open || !module.schema_sql) {
-    throw Error(ExitCode::config, "the PostgreSQL module " + file.string() +
-                                      " does not match this clock binary; reinstall clock");
-  }
-  return module;
+  const ModuleSpec spec{
+      k_postgres_module_file,      "PostgreSQL",
+      "clock_postgres_module_abi", "install the clock package, or build the clock_postgres target",
+      "reinstall clock",           open_module};
+  auto entry = load_store_module(spec, {"clock_postgres_open", "clock_postgres_schema_sql"});
+  return {reinterpret_cast<decltype(&clock_postgres_open)>(entry[0]),
+          reinterpret_cast<decltype(&clock_postgres_schema_sql)>(entry[1])};
 }
 
 const PostgresModule& postgres_module() {
