@@ -122,4 +122,36 @@ Result sql(const TestEnv& env, const std::string& statements) {
   return run(env.command(root_client(database, statements)), env.path("output"));
 }
 
+Result mariadb_ctl(const TestEnv& env, const std::string& action,
+                   std::chrono::milliseconds timeout) {
+  // The harness passes no CLOCK_* variable on: mariadb-ctl.sh needs these.
+  std::map<std::string, std::string> extra;
+  for (const char* name :
+       {"CLOCK_TEST_MARIADB_DATA", "CLOCK_TEST_MARIADB_SOCKET", "CLOCK_TEST_MARIADB_RUN_AS",
+        "CLOCK_TEST_MARIADB_DEFAULTS", "CLOCK_TEST_MARIADB_LOG", "CLOCK_TEST_MARIADB_PORT"}) {
+    extra[name] = getenv_or(name, "");
+  }
+  return run(
+      env.command({"bash", std::string(CLOCK_TEST_HELPERS_DIR) + "/mariadb-ctl.sh", action}, extra),
+      env.path("output"), timeout);
+}
+
+bool server_answers(const TestEnv& env) {
+  Result result = sql(env, "SELECT 1");
+  return result.status == 0 && result.out.find('1') != std::string::npos;
+}
+
+ServerRestorer::~ServerRestorer() {
+  try {
+    if (server_answers(m_env))
+      return;
+    std::cerr << "the MariaDB server is down after the test: starting it again\n";
+    Result started = mariadb_ctl(m_env, "start");
+    if (started.status != 0)
+      std::cerr << "mariadb-ctl.sh start failed:\n" << started.describe() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "could not restore the MariaDB server: " << e.what() << "\n";
+  }
+}
+
 }  // namespace clk::test::maria

@@ -4,6 +4,7 @@
 // store), and the `mariadb` client on a test's database.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -47,5 +48,26 @@ std::unique_ptr<Backend> make_backend(const std::filesystem::path& dir);
 // `mariadb -N -B -e SQL` as the server's root on the test's database, with
 // the test's environment (stdout: tab-separated rows, no header).
 Result sql(const TestEnv& env, const std::string& statements);
+
+// tests/helpers/mariadb-ctl.sh stop|start|restart on the server of
+// with-mariadb.sh (a clean shutdown; start returns once it answers).
+Result mariadb_ctl(const TestEnv& env, const std::string& action,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(120));
+// True when the server answers `select 1` on the test's database.
+bool server_answers(const TestEnv& env);
+
+// Makes sure, when it goes out of scope, that the server is up again and
+// answers, even if the test failed halfway: the tests that follow use it.
+// Declare it after the TestEnv, so that it runs first.
+class ServerRestorer {
+ public:
+  explicit ServerRestorer(const TestEnv& env) : m_env(env) {}
+  ~ServerRestorer();
+  ServerRestorer(const ServerRestorer&) = delete;
+  ServerRestorer& operator=(const ServerRestorer&) = delete;
+
+ private:
+  const TestEnv& m_env;
+};
 
 }  // namespace clk::test::maria

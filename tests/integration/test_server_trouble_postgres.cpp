@@ -1,9 +1,9 @@
-// Server trouble is waited out, not fatal (docs/server-trouble.md): a server that
-// restarts or is full under a waiter, directly and through pgbouncer; -n with
-// the server down behind pgbouncer returns 69 instead of waiting in the
-// pooler's queue; a release whose connection breaks is looked up and takes
-// effect once. PostgreSQL only; the outage tests stop the shared test server
-// and bring it back before they return, whatever happened.
+// Server trouble on PostgreSQL only (docs/server-trouble.md; what both
+// servers share is test_server_trouble.cpp): -n with the server down behind
+// pgbouncer returns 69 instead of waiting in the pooler's queue; a full
+// server makes a waiter wait; a release whose connection breaks is looked up
+// and takes effect once. The outage tests stop the shared test server and
+// bring it back before they return, whatever happened.
 #include <random>
 #include <string>
 #include <thread>
@@ -34,80 +34,9 @@ bool log_says(const TestEnv& env, const std::string& name, const std::string& wo
   return read_file(env.path(name + ".err")).find(words) != std::string::npos;
 }
 
-// A holder on `job` and a waiter queued behind it; the server stopped for 3 s
-// (clients see 57P01, then refused connections); the holder let go once it is
-// back: the waiter is granted and runs.
-void restart_under_a_waiter(const TestEnv& env, const std::map<std::string, std::string>& url) {
-  auto holder = env.spawn(
-      env.clock_command({"run", "-r", "job", "--", "sh", "-c", env.holding_script("holder")}, url));
-  REQUIRE(env.await_started("holder"));
-  auto queued = waiter(env, "waiter", url);
-  REQUIRE(await([&] { return !env.status({"job"}).at("waiters").empty(); }, 30s, 50ms));
-
-  REQUIRE_EXIT(pg::pg_ctl(env, {"stop", "-m", "fast"}), 0);
-  std::this_thread::sleep_for(3s);  // the outage: the waiter's polls fail meanwhile
-  REQUIRE_EXIT(pg::pg_ctl(env, {"start"}), 0);
-  REQUIRE(await([&] { return pg::server_answers(env); }, 60s, 100ms));
-  env.let_go("holder");
-
-  Result held = holder->wait(60s);
-  CHECK_EXIT(held, 0);
-  Result granted = queued->wait(60s);
-  INFO(read_file(env.path("waiter.err")));
-  CHECK_EXIT(granted, 0);
-  CHECK(fs::exists(env.path("waiter.ran")));
-}
-
 }  // namespace
 
 TEST_SUITE("server-trouble") {
-  TEST_CASE("a server stopped for 3 s under a -w 30s waiter does not make it exit: it runs after" *
-            doctest::timeout(300) * ::clk::test::only_on("postgres")) {
-    TestEnv env;
-    pg::ServerRestorer restorer(env);
-    REQUIRE_EXIT(env.clock({"init"}), 0);
-    restart_under_a_waiter(env, {});
-  }
-
-  TEST_CASE("the same through pgbouncer: the waiter rides out the restart and runs" *
-            doctest::timeout(300) * ::clk::test::only_on("postgres")) {
-    TestEnv env;
-    pg::ServerRestorer restorer(env);
-    std::string url = pg::pgbouncer_url(env);
-    if (url.empty()) {
-      MESSAGE("skipped: CLOCK_TEST_PGBOUNCER_URL is not set (with-postgres.sh found no pgbouncer)");
-      return;
-    }
-    std::map<std::string, std::string> through_bouncer = {{"CLOCK_DATABASE_URL", url}};
-    REQUIRE_EXIT(env.clock({"init"}, through_bouncer), 0);
-    restart_under_a_waiter(env, through_bouncer);
-  }
-
-  // clock run's release keeps trying through an outage only until the lease
-  // would have lapsed anyway (its last renewal + TTL + 1 s), not for the
-  // 30 s a release may take: the command has finished, and a lease nobody
-  // renews protects nothing after that.
-  TEST_CASE("a release during an outage gives up once the lease has lapsed, not after 30 s" *
-            doctest::timeout(300) * ::clk::test::only_on("postgres")) {
-    TestEnv env;
-    pg::ServerRestorer restorer(env);
-    REQUIRE_EXIT(env.clock({"init"}), 0);
-    auto job = env.spawn(env.clock_command(
-        {"run", "-r", "job", "--ttl", "3s", "--", "sh", "-c", env.holding_script("job")}));
-    REQUIRE(env.await_started("job"));
-
-    REQUIRE_EXIT(pg::pg_ctl(env, {"stop", "-m", "fast"}), 0);
-    const auto outage = std::chrono::steady_clock::now();
-    env.let_go("job");
-    Result ended = job->wait(60s);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - outage).count();
-    MESSAGE("clock run ended " << seconds << " s into the outage, exit " << ended.status);
-    CHECK_EXIT(ended, 0);  // the command's own status: it finished while the lease held
-    CHECK(ended.err.find("releasing after the command") != std::string::npos);
-    CHECK(seconds < 15);  // the lease lapsed within about 4 s; a release alone may take 30
-  }
-
   TEST_CASE(
       "-n behind pgbouncer with the server down exits 69 long before pgbouncer's "
       "query_wait_timeout, saying what failed" *
