@@ -1,6 +1,7 @@
 // See server_tools.hpp.
 #include "server_tools.hpp"
 
+#include <random>
 #include <variant>
 
 #include "mariadb_tools.hpp"
@@ -53,5 +54,58 @@ Restorer::Restorer(const TestEnv& env) : m_restoring(std::make_unique<Restoring>
 }
 
 Restorer::~Restorer() = default;
+
+AppLogin::AppLogin(const TestEnv& env, int limit) : m_env(env) {
+  std::random_device random;
+  m_name = "clock_test_login_" + std::to_string(random() % 1'000'000'000);
+  const std::string budget = std::to_string(limit);
+  if (on_postgres()) {
+    pg::install_roles(env);
+    REQUIRE_EXIT(pg::psql(env, "CREATE ROLE " + m_name + " LOGIN IN ROLE clock_app" +
+                                   (limit > 0 ? " CONNECTION LIMIT " + budget : "")),
+                 0);
+    return;
+  }
+  REQUIRE_EXIT(env.clock({"init"}), 0);
+  REQUIRE_EXIT(maria::sql(env, "source " + std::string(CLOCK_TEST_HELPERS_DIR) +
+                                   "/../../sql/mariadb/roles.sql"),
+               0);
+  const std::string account = "'" + m_name + "'@'localhost'";
+  REQUIRE_EXIT(maria::sql(env, "CREATE USER " + account +
+                                   (limit > 0 ? " WITH MAX_USER_CONNECTIONS " + budget : "") +
+                                   "; GRANT clock_app TO " + account +
+                                   "; SET DEFAULT ROLE clock_app FOR " + account),
+               0);
+}
+
+AppLogin::~AppLogin() {
+  if (on_postgres()) {
+    pg::psql(m_env, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" +
+                        m_name + "'");
+    pg::psql(m_env, "DROP ROLE IF EXISTS " + m_name);
+  } else {
+    maria::sql(m_env, "DROP USER IF EXISTS '" + m_name + "'@'localhost'");
+  }
+}
+
+std::map<std::string, std::string> AppLogin::env() const {
+  if (on_postgres())
+    return {{"CLOCK_DATABASE_URL", m_env.url() + " user=" + m_name}};
+  std::string url = m_env.url();  // mariadb://root@localhost/NAME?socket=…
+  url.replace(url.find("root@"), 4, m_name);
+  return {{"CLOCK_DATABASE_URL", url}};
+}
+
+int AppLogin::connections() const {
+  Result count =
+      on_postgres()
+          ? pg::psql(m_env, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + m_name +
+                                "' AND backend_type = 'client backend'")
+          : maria::sql(m_env, "SELECT count(*) FROM information_schema.processlist WHERE user = '" +
+                                  m_name + "'");
+  INFO(count.describe());
+  REQUIRE(count.status == 0);
+  return std::stoi(count.out);
+}
 
 }  // namespace clk::test::server

@@ -4,7 +4,9 @@
 // picks the one of CLOCK_TEST_BACKEND.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include <doctest/doctest.h>
 
@@ -33,6 +35,29 @@ class Restorer {
  private:
   struct Restoring;
   std::unique_ptr<Restoring> m_restoring;
+};
+
+// A login of the backend under test in the clock_app role (roles.sql
+// installed first), with at most `limit` connections (0: no limit; a
+// PostgreSQL role's CONNECTION LIMIT, a MariaDB account's
+// MAX_USER_CONNECTIONS), dropped at the end. Its connections are counted on
+// the server (pg_stat_activity, information_schema.processlist).
+class AppLogin {
+ public:
+  AppLogin(const TestEnv& env, int limit);
+  ~AppLogin();
+  AppLogin(const AppLogin&) = delete;
+  AppLogin& operator=(const AppLogin&) = delete;
+
+  // CLOCK_DATABASE_URL for this login.
+  std::map<std::string, std::string> env() const;
+  // How many client connections it has now.
+  int connections() const;
+  const std::string& name() const { return m_name; }
+
+ private:
+  const TestEnv& m_env;
+  std::string m_name;
 };
 
 }  // namespace clk::test::server

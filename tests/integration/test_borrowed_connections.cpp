@@ -1,13 +1,12 @@
-// man clock, COMMANDS on PostgreSQL: connections are borrowed, not held. A running job
-// holds no server backend between its heartbeats, the first three waiters of
-// a queue hold one each to be woken (the first eight while the queue moves)
-// and a waiter behind them none while it waits, and a herd larger than the
-// role's connection budget is served (each job once, no overlap, tokens
-// increasing). Each test logs in as a fresh role (trust authentication,
-// `user=` appended to the test's URL), so its backends are counted in
-// pg_stat_activity by user name.
+// man clock, COMMANDS: connections are borrowed, not held. On both servers a
+// running job holds no connection between its heartbeats, and a herd larger
+// than the login's connection budget is served (each job once, no overlap,
+// tokens increasing); on PostgreSQL the first three waiters of a queue hold
+// one each to be woken by NOTIFY (the first eight while the queue moves) and
+// a waiter behind them none while it waits. Each test logs in as a fresh
+// role or account (server_tools.hpp; PostgreSQL's LISTEN tests: BudgetRole
+// below), so its connections are counted by user name.
 #include <algorithm>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,76 +16,41 @@
 #include "harness.hpp"
 #include "postgres_tools.hpp"
 #include "sections.hpp"
+#include "server_tools.hpp"
 
 using namespace clk::test;
 using pg::psql;
 
 namespace {
 
-// A login role in clock_app with at most `limit` connections (0: no limit),
-// dropped at the end. Roles are per server, so the name is per test.
-class BudgetRole {
- public:
-  BudgetRole(const TestEnv& env, int limit) : m_env(env) {
-    std::random_device random;
-    m_name = "clock_test_borrow_" + std::to_string(random() % 1'000'000'000);
-    pg::install_roles(env);
-    REQUIRE_EXIT(psql(env, "CREATE ROLE " + m_name + " LOGIN IN ROLE clock_app" +
-                               (limit > 0 ? " CONNECTION LIMIT " + std::to_string(limit) : "")),
-                 0);
-  }
-  ~BudgetRole() {
-    psql(m_env,
-         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + m_name + "'");
-    psql(m_env, "DROP ROLE IF EXISTS " + m_name);
-  }
-  BudgetRole(const BudgetRole&) = delete;
-  BudgetRole& operator=(const BudgetRole&) = delete;
-
-  std::map<std::string, std::string> env() const {
-    return {{"CLOCK_DATABASE_URL", m_env.url() + " user=" + m_name}};
-  }
-
-  // How many server backends the role has now.
-  int backends() const {
-    Result count = psql(m_env, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + m_name +
-                                   "' AND backend_type = 'client backend'");
-    INFO(count.describe());
-    REQUIRE(count.status == 0);
-    return std::stoi(count.out);
-  }
-
-  // How many of them have been open for more than `age` (a waiter's look
-  // opens one for some milliseconds; a listening waiter keeps its own).
-  int backends_older_than(const std::string& age) const {
-    Result count = psql(m_env, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + m_name +
-                                   "' AND backend_type = 'client backend' AND backend_start < "
-                                   "now() - interval '" +
-                                   age + "'");
-    INFO(count.describe());
-    REQUIRE(count.status == 0);
-    return std::stoi(count.out);
-  }
-
- private:
-  const TestEnv& m_env;
-  std::string m_name;
-};
+// How many of a PostgreSQL login's backends have been open for more than
+// `age` (a waiter's look opens one for some milliseconds; a listening
+// waiter keeps its own).
+int backends_older_than(const TestEnv& env, const server::AppLogin& login, const std::string& age) {
+  Result count =
+      psql(env, "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + login.name() +
+                    "' AND backend_type = 'client backend' AND backend_start < "
+                    "now() - interval '" +
+                    age + "'");
+  INFO(count.describe());
+  REQUIRE(count.status == 0);
+  return std::stoi(count.out);
+}
 
 }  // namespace
 
 TEST_SUITE("borrowed connections") {
-  TEST_CASE("a running job holds no server backend between its heartbeats" * only_on("postgres") *
-            doctest::timeout(120)) {
+  TEST_CASE("a running job holds no server connection between its heartbeats" *
+            server::only_on_servers() * doctest::timeout(120)) {
     TestEnv env;
-    BudgetRole role(env, 0);
+    server::AppLogin role(env, 0);
     auto job = env.spawn(env.clock_command(
         {"run", "-r", "borrowed", "--ttl", "60s", "--", "sh", "-c", env.holding_script("job")},
         role.env()));
     REQUIRE(env.await_started("job"));
     // The heartbeat is 20 s away: the grant's connection goes back after a
     // second of idleness.
-    CHECK(await([&] { return role.backends() == 0; }, 30s));
+    CHECK(await([&] { return role.connections() == 0; }, 30s));
     env.let_go("job");
     CHECK_EXIT(job->wait(60s), 0);
     CHECK(env.holders_of("borrowed").empty());
@@ -95,7 +59,7 @@ TEST_SUITE("borrowed connections") {
   TEST_CASE("the first three waiters listen and a waiter behind them holds no server backend" *
             only_on("postgres") * doctest::timeout(120)) {
     TestEnv env;
-    BudgetRole role(env, 0);
+    server::AppLogin role(env, 0);
     auto holder = env.spawn(env.clock_command(
         {"run", "-r", "queue", "--ttl", "60s", "--", "sh", "-c", env.holding_script("holder")},
         role.env()));
@@ -113,7 +77,9 @@ TEST_SUITE("borrowed connections") {
     // The holder's connection goes back after a second; the first three
     // waiters keep one each to LISTEN (the next is then awake when the
     // first one's turn ends); the three behind them hold none between attempts.
-    CHECK(await([&] { return role.backends_older_than("3 s") == 3 && role.backends() == 3; }, 30s));
+    CHECK(
+        await([&] { return backends_older_than(env, role, "3 s") == 3 && role.connections() == 3; },
+              30s));
     // And the queue still serves them all, in order.
     env.let_go("holder");
     REQUIRE(env.await_started("first"));
@@ -134,7 +100,7 @@ TEST_SUITE("borrowed connections") {
       "connections" *
       only_on("postgres") * doctest::timeout(120)) {
     TestEnv env;
-    BudgetRole role(env, 0);
+    server::AppLogin role(env, 0);
     auto holder =
         env.spawn(env.clock_command({"run", "-r", "pair.a", "-r", "pair.b", "--ttl", "60s", "--",
                                      "sh", "-c", env.holding_script("holder")},
@@ -146,7 +112,9 @@ TEST_SUITE("borrowed connections") {
           {"run", "-r", "pair.a", "-r", "pair.b", "--ttl", "60s", "--", "true"}, role.env())));
     }
     REQUIRE(await([&] { return env.status({"pair"})["waiters"].size() == 12; }, 30s));
-    CHECK(await([&] { return role.backends_older_than("3 s") == 3 && role.backends() == 3; }, 30s));
+    CHECK(
+        await([&] { return backends_older_than(env, role, "3 s") == 3 && role.connections() == 3; },
+              30s));
     env.let_go("holder");
     CHECK_EXIT(holder->wait(60s), 0);
     for (auto& waiter : waiters)
@@ -159,7 +127,7 @@ TEST_SUITE("borrowed connections") {
   TEST_CASE("while the queue moves, the first eight waiters keep their connection" *
             only_on("postgres") * doctest::timeout(300)) {
     TestEnv env;
-    BudgetRole role(env, 0);
+    server::AppLogin role(env, 0);
     constexpr int k_jobs = 12;
     std::vector<std::unique_ptr<Process>> jobs;
     for (int i = 0; i < k_jobs; ++i) {
@@ -175,7 +143,7 @@ TEST_SUITE("borrowed connections") {
       return std::any_of(jobs.begin(), jobs.end(), [](auto& job) { return job->running(); });
     };
     while (any_running() && most < 6)
-      most = std::max(most, role.backends_older_than("300 ms"));
+      most = std::max(most, backends_older_than(env, role, "300 ms"));
     // Without the rule: the holder and three listeners at most.
     CHECK(most >= 6);
     for (auto& job : jobs)
@@ -189,9 +157,9 @@ TEST_SUITE("borrowed connections") {
   // Needs the back-off on a refused connection (53300, h-retry) when more
   // than the role's limit of clock processes connect at the same instant.
   TEST_CASE("a herd larger than the connection budget is served, each job once" *
-            only_on("postgres") * doctest::timeout(600)) {
+            server::only_on_servers() * doctest::timeout(600)) {
     TestEnv env;
-    BudgetRole role(env, 20);
+    server::AppLogin role(env, 20);
     std::vector<Command> commands;
     for (int i = 0; i < 100; ++i) {
       commands.push_back(env.shell_command("exec \"$T_CLOCK\" run -r herd-" + std::to_string(i) +

@@ -20,7 +20,8 @@ namespace clk::store::mariadb {
 Trouble classify(unsigned error_number) {
   switch (error_number) {
     case ER_CON_COUNT_ERROR:            // 1040 too many connections
-    case ER_TOO_MANY_USER_CONNECTIONS:  // 1203
+    case ER_TOO_MANY_USER_CONNECTIONS:  // 1203 the server's max_user_connections
+    case ER_USER_LIMIT_REACHED:         // 1226 the account's own, e.g. MAX_USER_CONNECTIONS
     case CR_CONNECTION_ERROR:           // 2002 cannot connect through the socket
     case CR_CONN_HOST_ERROR:            // 2003 cannot connect to host
     case CR_SERVER_GONE_ERROR:          // 2006

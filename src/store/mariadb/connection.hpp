@@ -55,7 +55,8 @@ enum class Trouble {
 };
 
 // The class of a server or client error number (mysqld_error.h, errmsg.h):
-// 1040 too many connections, 1203 too many connections for the user, 2002
+// 1040 too many connections, 1203 and 1226 too many connections for the user
+// (the server's max_user_connections, the account's MAX_USER_CONNECTIONS), 2002
 // and 2003 cannot connect, 2006 server gone, 2013 lost during a query →
 // unavailable, and so are 1047 (a Galera node that is not ready) and 1927
 // (connection killed: a server shutting down); 1213 and 1205 → retry; 1044 and 1045 access denied,
