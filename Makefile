@@ -9,7 +9,8 @@
 #                      build-demo/, no tests), then run a real job under a lock
 #                      on SQLite and show it held (packaging/demo.sh)
 #   make test          the quick lane, for every change: build/ only (no ASan, no
-#                      fuzzing, no package), then the unit tests, the SQLite
+#                      fuzzing, no package), then the unit tests (and the
+#                      SQL routine catalogue's check), the SQLite
 #                      integration suites (functional, output contracts,
 #                      terminal), the documentation's commands (docs) and one
 #                      PostgreSQL suite (output contracts) against a throwaway
@@ -160,7 +161,7 @@ check-format:
 # (CONTRIBUTING.md): a special path that the sanitizer build does not run, or
 # that a rename can break, stays only if it saves at least a tenth of what a
 # user waits for.
-TEST_LANE := ^(unit|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|serve-sqlite|docs)$$
+TEST_LANE := ^(unit|routine-catalogue|integration-sqlite|output-sqlite|terminal-sqlite|output-postgres|serve-sqlite|docs)$$
 
 test: build
 	tests/helpers/with-postgres.sh ctest --test-dir build $(CTEST_FLAGS) -R '$(TEST_LANE)'

@@ -47,6 +47,12 @@
 -- Tokens are then strictly increasing in commit order, across hierarchies.
 -- An EXIT HANDLER rolls the whole call back and re-raises on any error.
 --
+-- The pieces, as on PostgreSQL: clock_acq_decide_all (21_decide.sql), then
+-- for a blocked request clock_acq_search_deadlock (23_deadlock.sql) and
+-- clock_acq_queue_blocked (22_queue.sql), for a grantable one
+-- clock_acq_reentry_refused, a done --once-per period (clock_acq_period_done,
+-- clock_acq_skip_done_period) and clock_acq_grant_all (below).
+--
 -- Differences from PostgreSQL: no fast paths (24_fast_paths.sql there):
 -- every request takes this one general path, under its slot rows written
 -- exclusively (PostgreSQL's fast path 3 queues a herd under a shared lock);
@@ -64,33 +70,16 @@ CREATE OR REPLACE PROCEDURE clock_try_acquire(
   COMMENT 'clock: one attempt at taking every resource of a request (PostgreSQL try_acquire())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
-  DECLARE v_count INT;
-  DECLARE v_i INT DEFAULT 0;
-  DECLARE v_resource VARBINARY(255);
   DECLARE v_refuses BOOLEAN;
   DECLARE v_now BIGINT;
   DECLARE v_judged BIGINT;     -- the instant other leases are judged expired at
-  DECLARE v_expires BIGINT;
-  DECLARE v_expired INT;
-  DECLARE v_verdict VARCHAR(16);
-  DECLARE v_other_slots INT;
-  DECLARE v_verdicts LONGTEXT DEFAULT '[]';
-  DECLARE v_leases LONGTEXT DEFAULT '[]';
-  DECLARE v_waiters LONGTEXT DEFAULT '[]';
-  DECLARE v_blockers LONGTEXT DEFAULT '[]';
-  DECLARE v_queued_here BOOLEAN;
-  DECLARE v_others_can_wait BOOLEAN;
+  DECLARE v_verdicts LONGTEXT;
+  DECLARE v_leases LONGTEXT;
+  DECLARE v_waiters LONGTEXT;
+  DECLARE v_blockers LONGTEXT;
   DECLARE v_cycle LONGTEXT;
-  DECLARE v_hash VARCHAR(128) CHARACTER SET ascii;
   DECLARE v_done LONGTEXT;
-  DECLARE v_new INT;
-  DECLARE v_next BIGINT;       -- the last token drawn
-  DECLARE v_token BIGINT;
-  DECLARE v_depth INT;
-  DECLARE v_grants LONGTEXT DEFAULT '[]';
   DECLARE v_result LONGTEXT;
-  DECLARE v_found BOOLEAN;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   CALL clock_rec_check_command(p_command);
@@ -101,7 +90,6 @@ BEGIN
     SIGNAL SQLSTATE '22023'
       SET MESSAGE_TEXT = 'try_acquire: invalid mode, slots, ttl, owner or request id';
   END IF;
-  SET v_count = JSON_LENGTH(p_resources);
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   CALL clock_rec_lock_slots(p_namespace, p_resources);
@@ -109,7 +97,6 @@ BEGIN
   -- On a Galera node whose clock may run ahead of the node that wrote a
   -- lease, a lease counts as expired only a margin past its expiry.
   SET v_judged = v_now - GREATEST(COALESCE(p_expiry_margin_ms, 0), 0) * 1000;
-  SET v_expires = IF(p_ttl_ms = 0, NULL, v_now + p_ttl_ms * 1000);
 
   -- The owner proof first: an id bound to another secret is granted
   -- nothing, queued nowhere and keeps its queue entries; recorded with who
@@ -120,45 +107,17 @@ BEGIN
                            p_user, p_command, p_by);
     SET v_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(v_now AS SIGNED),
                                'resource', JSON_VALUE(p_resources, '$[0]'));
-    COMMIT;
-    SELECT v_result AS try_acquire;
   ELSE
     main: BEGIN
-      -- Each resource: expired related leases out (recorded), then its verdict.
-      WHILE v_i < v_count DO
-        SET v_resource = clock_rec_nth(p_resources, v_i);
-        CALL clock_acq_expire_related(p_namespace, v_resource, v_judged, v_expired);
-        CALL clock_acq_decide(p_namespace, v_resource, p_mode, p_slots, v_owner, p_request_id,
-                              v_judged, v_verdict, v_other_slots, v_leases, v_waiters, v_blockers);
-        IF v_verdict IN ('slots_mismatch', 'upgrade') THEN
-          SET v_result = JSON_OBJECT('outcome', v_verdict, 'now', CAST(v_now AS SIGNED),
-                                     'resource', CONVERT(v_resource USING utf8mb4),
-                                     'slots', CAST(p_slots AS SIGNED),
-                                     'other_slots', CAST(v_other_slots AS SIGNED));
-          LEAVE main;
-        END IF;
-        SET v_verdicts = JSON_ARRAY_APPEND(v_verdicts, '$', v_verdict);
-        SET v_i = v_i + 1;
-      END WHILE;
+      CALL clock_acq_decide_all(p_namespace, p_resources, p_mode, p_slots, v_owner, p_request_id,
+                                v_judged, v_now, v_verdicts, v_result, v_leases, v_waiters,
+                                v_blockers);
+      IF v_result IS NOT NULL THEN
+        LEAVE main;
+      END IF;
 
       IF JSON_LENGTH(v_blockers) > 0 THEN
-        -- Deadlock search only where a cycle can close: the first blocked
-        -- attempt of a request (re-attempts of a queued request skip it), by
-        -- an owner others can be waiting for (a live lease or queue entry).
-        SELECT EXISTS (SELECT 1 FROM waiters
-                       WHERE owner = v_owner AND request_id = p_request_id
-                         AND expires_us > v_now),
-               EXISTS (SELECT 1 FROM leases
-                       WHERE owner = v_owner AND (expires_us IS NULL OR expires_us > v_now))
-               OR EXISTS (SELECT 1 FROM waiters WHERE owner = v_owner AND expires_us > v_now)
-          INTO v_queued_here, v_others_can_wait;
-        IF NOT v_queued_here AND v_others_can_wait THEN
-          -- Two owners asking for each other's locks at once hold different
-          -- slot rows; searches (and the enqueue after them, until commit)
-          -- take turns on slot -1, so the second sees the first's entry.
-          UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = -1;
-          CALL clock_acq_find_cycle(v_owner, p_host, v_blockers, v_now, v_cycle);
-        END IF;
+        CALL clock_acq_search_deadlock(v_owner, p_request_id, p_host, v_blockers, v_now, v_cycle);
         IF v_cycle IS NOT NULL THEN
           -- Not queued, and out of the queue: the others can proceed.
           CALL clock_acq_dequeue(p_namespace, p_resources, v_owner);
@@ -166,108 +125,183 @@ BEGIN
                                      'cycle', JSON_EXTRACT(v_cycle, '$'));
           LEAVE main;
         END IF;
-        SET v_leases = clock_acq_sorted(v_leases, 'token');
-        SET v_waiters = clock_acq_sorted(v_waiters, 'position');
-        IF p_queue THEN
-          CALL clock_acq_enqueue(p_namespace, p_resources, p_mode, p_slots, v_owner, p_ttl_ms,
-                                 p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                                 p_started, v_now, p_secret);
-        ELSEIF p_record_refusal THEN
-          CALL clock_rec_missed('skipped', v_now, p_namespace, p_resources, v_owner, p_mode,
-                                p_host, p_ip, p_pid, p_user, p_command,
-                                clock_acq_first_in_the_way(v_leases, v_waiters));
-        END IF;
-        SET v_result = JSON_OBJECT('outcome', 'blocked', 'now', CAST(v_now AS SIGNED),
-                                   'leases', JSON_EXTRACT(v_leases, '$'),
-                                   'waiters', JSON_EXTRACT(v_waiters, '$'));
+        CALL clock_acq_queue_blocked(p_namespace, p_resources, p_mode, p_slots, v_owner, p_ttl_ms,
+                                     p_request_id, p_queue, p_host, p_ip, p_pid, p_user,
+                                     p_command, p_started, p_record_refusal, p_secret, v_leases,
+                                     v_waiters, v_now, v_result);
         LEAVE main;
       END IF;
 
-      -- Re-entering joins a lease: only its owner may, proven by the secret.
-      SET v_i = 0;
-      WHILE v_i < v_count DO
-        IF JSON_VALUE(v_verdicts, CONCAT('$[', v_i, ']')) = 'reenter' THEN
-          SET v_resource = clock_rec_nth(p_resources, v_i);
-          SELECT secret_hash INTO v_hash FROM leases
-          WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
-          IF NOT clock_rec_proves(v_hash, p_secret) THEN
-            CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL,
-                                       NULL, COALESCE(p_by, ''));
-            SET v_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(v_now AS SIGNED),
-                                       'resource', CONVERT(v_resource USING utf8mb4));
-            LEAVE main;
-          END IF;
-        END IF;
-        SET v_i = v_i + 1;
-      END WHILE;
+      CALL clock_acq_reentry_refused(p_namespace, p_resources, v_verdicts, v_owner, p_secret,
+                                     p_by, v_now, v_result);
+      IF v_result IS NOT NULL THEN
+        LEAVE main;
+      END IF;
 
       -- --once-per, under the slot rows that release holds while it records
-      -- a success. A retry of a grant that took effect is not a new run. Of
-      -- several resources done, the first in byte order.
+      -- a success. A retry of a grant that took effect is not a new run.
       IF p_once_per_ms IS NOT NULL AND NOT JSON_CONTAINS(v_verdicts, '"again"') THEN
-        SET v_found = TRUE;
-        SELECT JSON_OBJECT('resource', CONVERT(s.resource USING utf8mb4), 'owner', s.owner,
-                           'host', s.host, 'token', CAST(s.token AS SIGNED),
-                           'started', CAST(s.started_us AS SIGNED))
-          INTO v_done
-        FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
-        JOIN last_success s ON s.namespace = p_namespace AND s.resource = CAST(t.r AS BINARY)
-        WHERE s.started_us >= v_now - p_once_per_ms * 1000
-        ORDER BY s.resource LIMIT 1;
-        IF v_found THEN
-          CALL clock_rec_missed('skipped', v_now, p_namespace, p_resources, v_owner, p_mode,
-                                p_host, p_ip, p_pid, p_user, p_command, v_done);
-          CALL clock_acq_dequeue(p_namespace, p_resources, v_owner);
-          SET v_result = JSON_OBJECT('outcome', 'done', 'now', CAST(v_now AS SIGNED),
-                                     'done_by', JSON_EXTRACT(v_done, '$'));
+        CALL clock_acq_period_done(p_namespace, p_resources, p_once_per_ms, v_now, v_done);
+        IF v_done IS NOT NULL THEN
+          CALL clock_acq_skip_done_period(v_done, p_namespace, p_resources, v_now, v_owner,
+                                          p_mode, p_host, p_ip, p_pid, p_user, p_command,
+                                          v_result);
           LEAVE main;
         END IF;
       END IF;
 
-      -- The grant, all or none. The tokens row last: one write draws the
-      -- tokens of every new lease of the request, in request order.
-      SELECT COUNT(*) INTO v_new
-      FROM JSON_TABLE(v_verdicts, '$[*]' COLUMNS (v VARCHAR(16) PATH '$')) AS t
-      WHERE t.v = 'grant';
-      IF v_new > 0 THEN
-        UPDATE tokens SET last = last + v_new WHERE id = 1;
-        SELECT last - v_new INTO v_next FROM tokens WHERE id = 1;
-      END IF;
-      SET v_i = 0;
-      WHILE v_i < v_count DO
-        SET v_resource = clock_rec_nth(p_resources, v_i);
-        SET v_verdict = JSON_VALUE(v_verdicts, CONCAT('$[', v_i, ']'));
-        IF v_verdict = 'reenter' THEN
-          -- The longer of the two leases wins; no expiry beats any expiry.
-          UPDATE leases
-          SET depth = depth + 1, request_id = p_request_id, renewed_us = v_now,
-              expires_us = IF(expires_us IS NULL OR v_expires IS NULL, NULL,
-                              GREATEST(expires_us, v_expires))
-          WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
-        ELSEIF v_verdict = 'grant' THEN
-          SET v_next = v_next + 1;
-          INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
-                              acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
-                              user_name, command, owner_started_us, secret_hash, db_user)
-          VALUES (p_namespace, v_resource, v_owner, p_mode, p_slots, v_next, 1, p_request_id,
-                  v_now, v_now, v_expires, p_ttl_ms * 1000, COALESCE(p_host, ''),
-                  COALESCE(p_ip, ''), COALESCE(p_pid, 0), COALESCE(p_user, ''),
-                  COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER());
-          CALL clock_rec_lease_event('acquired', v_now, p_namespace, v_resource, v_owner, NULL,
-                                     NULL, '');
-        END IF;
-        SELECT token, depth INTO v_token, v_depth FROM leases
-        WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
-        SET v_grants = JSON_ARRAY_APPEND(v_grants, '$', JSON_OBJECT(
-          'resource', CONVERT(v_resource USING utf8mb4), 'token', CAST(v_token AS SIGNED),
-          'depth', CAST(v_depth AS SIGNED)));
-        SET v_i = v_i + 1;
-      END WHILE;
-      CALL clock_acq_dequeue(p_namespace, p_resources, v_owner);
-      SET v_result = JSON_OBJECT('outcome', 'granted', 'now', CAST(v_now AS SIGNED),
-                                 'grants', JSON_EXTRACT(v_grants, '$'));
+      CALL clock_acq_grant_all(p_namespace, p_resources, v_verdicts, p_mode, p_slots, v_owner,
+                               p_ttl_ms, p_request_id, p_host, p_ip, p_pid, p_user, p_command,
+                               p_started, p_secret, v_now, v_result);
     END main;
-    COMMIT;
-    SELECT v_result AS try_acquire;
   END IF;
+  COMMIT;
+  SELECT v_result AS try_acquire;
+END;
+
+-- Re-entering joins a lease: only its owner may, proven by the secret. Of
+-- the resources whose verdict (p_verdicts, a JSON array as
+-- clock_acq_decide_all gives them) is 'reenter', the first whose lease
+-- p_secret does not prove is recorded 'refused' with p_by and named in
+-- try_acquire's not_proven reply, p_result; NULL when the secret proves
+-- them all (reentry_refused() on PostgreSQL).
+CREATE OR REPLACE PROCEDURE clock_acq_reentry_refused(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_verdicts LONGTEXT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_secret TEXT CHARACTER SET utf8mb4,
+  IN p_by VARCHAR(512), IN p_now BIGINT, OUT p_result LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(255);
+  DECLARE v_hash VARCHAR(128) CHARACTER SET ascii;
+  DECLARE v_found BOOLEAN;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  SET p_result = NULL;
+  each_resource: WHILE v_i < JSON_LENGTH(p_resources) DO
+    IF JSON_VALUE(p_verdicts, CONCAT('$[', v_i, ']')) = 'reenter' THEN
+      SET v_resource = clock_rec_nth(p_resources, v_i);
+      SELECT secret_hash INTO v_hash FROM leases
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+      IF NOT clock_rec_proves(v_hash, p_secret) THEN
+        CALL clock_rec_lease_event('refused', p_now, p_namespace, v_resource, p_owner, NULL,
+                                   NULL, COALESCE(p_by, ''));
+        SET p_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(p_now AS SIGNED),
+                                   'resource', CONVERT(v_resource USING utf8mb4));
+        LEAVE each_resource;
+      END IF;
+    END IF;
+    SET v_i = v_i + 1;
+  END WHILE;
+END;
+
+-- --once-per D: whether a request that would be granted finds its period
+-- done, p_done: the latest successful run (last_success) of one of its
+-- resources granted at or after p_now - D (at the boundary it still
+-- counts), as {resource, owner, host, token, started}, of several the first
+-- in byte order; NULL when there is none (period_done() on PostgreSQL).
+-- Read under the slot rows that clock_release holds while it records a
+-- success, so a request granted after the run that did the period finds it.
+CREATE OR REPLACE PROCEDURE clock_acq_period_done(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_once_per_ms BIGINT,
+  IN p_now BIGINT, OUT p_done LONGTEXT)
+  READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET p_done = NULL;
+  SET p_done = NULL;
+  SELECT JSON_OBJECT('resource', CONVERT(s.resource USING utf8mb4), 'owner', s.owner,
+                     'host', s.host, 'token', CAST(s.token AS SIGNED),
+                     'started', CAST(s.started_us AS SIGNED))
+    INTO p_done
+  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+  JOIN last_success s ON s.namespace = p_namespace AND s.resource = CAST(t.r AS BINARY)
+  WHERE s.started_us >= p_now - p_once_per_ms * 1000
+  ORDER BY s.resource LIMIT 1;
+END;
+
+-- --once-per D: the request's period is done (p_done: {resource, owner,
+-- host, token, started} of the run that did it, as clock_acq_period_done
+-- found it). Records the request as
+-- skipped naming that run, takes it out of the queue and sets p_result to
+-- try_acquire's reply {"outcome": "done", "done_by": p_done}
+-- (skip_done_period() on PostgreSQL).
+CREATE OR REPLACE PROCEDURE clock_acq_skip_done_period(
+  IN p_done LONGTEXT, IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_now BIGINT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_mode VARCHAR(9), IN p_host VARCHAR(255),
+  IN p_ip VARCHAR(64), IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT,
+  OUT p_result LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  CALL clock_rec_missed('skipped', p_now, p_namespace, p_resources, p_owner, p_mode, p_host, p_ip,
+                        p_pid, p_user, p_command, p_done);
+  CALL clock_acq_dequeue(p_namespace, p_resources, p_owner);
+  SET p_result = JSON_OBJECT('outcome', 'done', 'now', CAST(p_now AS SIGNED),
+                             'done_by', JSON_EXTRACT(p_done, '$'));
+END;
+
+-- The grant of a request that nothing is in the way of, all or none, by
+-- each resource's verdict (p_verdicts): 'again' (a retry) reports the lease
+-- it made, 'reenter' deepens the owner's lease, 'grant' inserts a new one
+-- (recorded 'acquired'). The request leaves the queue. p_result:
+-- try_acquire's granted reply, its grants in request order (grant_all()
+-- on PostgreSQL). The tokens row last: one write draws the tokens of every
+-- new lease of the request, in request order, and the row all grants share
+-- is held for the inserts and the commit only.
+CREATE OR REPLACE PROCEDURE clock_acq_grant_all(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_verdicts LONGTEXT,
+  IN p_mode VARCHAR(9), IN p_slots INT, IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64), IN p_host VARCHAR(255), IN p_ip VARCHAR(64),
+  IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_now BIGINT, OUT p_result LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_expires BIGINT DEFAULT IF(p_ttl_ms = 0, NULL, p_now + p_ttl_ms * 1000);
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(255);
+  DECLARE v_verdict VARCHAR(16);
+  DECLARE v_new INT;
+  DECLARE v_next BIGINT;       -- the last token drawn
+  DECLARE v_token BIGINT;
+  DECLARE v_depth INT;
+  DECLARE v_grants LONGTEXT DEFAULT '[]';
+  DECLARE v_found BOOLEAN;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  SELECT COUNT(*) INTO v_new
+  FROM JSON_TABLE(p_verdicts, '$[*]' COLUMNS (v VARCHAR(16) PATH '$')) AS t
+  WHERE t.v = 'grant';
+  IF v_new > 0 THEN
+    UPDATE tokens SET last = last + v_new WHERE id = 1;
+    SELECT last - v_new INTO v_next FROM tokens WHERE id = 1;
+  END IF;
+  WHILE v_i < JSON_LENGTH(p_resources) DO
+    SET v_resource = clock_rec_nth(p_resources, v_i);
+    SET v_verdict = JSON_VALUE(p_verdicts, CONCAT('$[', v_i, ']'));
+    IF v_verdict = 'reenter' THEN
+      -- The longer of the two leases wins; no expiry beats any expiry.
+      UPDATE leases
+      SET depth = depth + 1, request_id = p_request_id, renewed_us = p_now,
+          expires_us = IF(expires_us IS NULL OR v_expires IS NULL, NULL,
+                          GREATEST(expires_us, v_expires))
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+    ELSEIF v_verdict = 'grant' THEN
+      SET v_next = v_next + 1;
+      INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
+                          acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
+                          user_name, command, owner_started_us, secret_hash, db_user)
+      VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, v_next, 1, p_request_id,
+              p_now, p_now, v_expires, p_ttl_ms * 1000, COALESCE(p_host, ''),
+              COALESCE(p_ip, ''), COALESCE(p_pid, 0), COALESCE(p_user, ''),
+              COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER());
+      CALL clock_rec_lease_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL,
+                                 NULL, '');
+    END IF;
+    SELECT token, depth INTO v_token, v_depth FROM leases
+    WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+    SET v_grants = JSON_ARRAY_APPEND(v_grants, '$', JSON_OBJECT(
+      'resource', CONVERT(v_resource USING utf8mb4), 'token', CAST(v_token AS SIGNED),
+      'depth', CAST(v_depth AS SIGNED)));
+    SET v_i = v_i + 1;
+  END WHILE;
+  CALL clock_acq_dequeue(p_namespace, p_resources, p_owner);
+  SET p_result = JSON_OBJECT('outcome', 'granted', 'now', CAST(p_now AS SIGNED),
+                             'grants', JSON_EXTRACT(v_grants, '$'));
 END;

@@ -62,6 +62,36 @@ BEGIN
   END WHILE;
 END;
 
+-- A blocked request of clock_try_acquire: queued (clock_acq_enqueue) or,
+-- with -n, recorded as skipped (p_record_refusal) naming the first in the
+-- way. p_result: try_acquire's blocked reply, the leases in the way by
+-- token, the queue entries by position, each once (queue_blocked() on
+-- PostgreSQL).
+CREATE OR REPLACE PROCEDURE clock_acq_queue_blocked(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
+  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
+  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT, IN p_record_refusal BOOLEAN,
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_leases LONGTEXT, IN p_waiters LONGTEXT,
+  IN p_now BIGINT, OUT p_result LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_leases LONGTEXT DEFAULT clock_acq_sorted(p_leases, 'token');
+  DECLARE v_waiters LONGTEXT DEFAULT clock_acq_sorted(p_waiters, 'position');
+  IF p_queue THEN
+    CALL clock_acq_enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                           p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started, p_now,
+                           p_secret);
+  ELSEIF p_record_refusal THEN
+    CALL clock_rec_missed('skipped', p_now, p_namespace, p_resources, p_owner, p_mode, p_host,
+                          p_ip, p_pid, p_user, p_command,
+                          clock_acq_first_in_the_way(v_leases, v_waiters));
+  END IF;
+  SET p_result = JSON_OBJECT('outcome', 'blocked', 'now', CAST(p_now AS SIGNED),
+                             'leases', JSON_EXTRACT(v_leases, '$'),
+                             'waiters', JSON_EXTRACT(v_waiters, '$'));
+END;
+
 -- Removes the owner queue entries for the resources of a request (granted,
 -- deadlocked, or its period done). No wake-up to send: MariaDB has no
 -- NOTIFY; waiters poll (docs/internals/mariadb.md).

@@ -1,8 +1,9 @@
 -- clock on MariaDB: the deadlock search, as sql/postgres/functions/
 -- 23_deadlock.sql. An owner that holds one resource and waits for another
 -- held by an owner waiting for the first is told at once (exit 76) instead
--- of queued. clock_try_acquire (20_acquire.sql) calls it for the first
--- blocked attempt of an owner others can wait for, holding slot -1 of
+-- of queued. clock_try_acquire (20_acquire.sql) calls
+-- clock_acq_search_deadlock, which runs the search for the first blocked
+-- attempt of an owner others can wait for, holding slot -1 of
 -- hierarchy_locks, so searches (and the enqueue that follows, until commit)
 -- take turns.
 --
@@ -118,4 +119,32 @@ BEGIN
     SET v_first = v_last + 1;
     SET v_depth = v_depth + 1;
   END WHILE search;
+END;
+
+-- The deadlock search of a blocked request (p_cycle as clock_acq_find_cycle
+-- gives it, or NULL), only where a cycle can close: the first blocked
+-- attempt of a request (re-attempts of a queued request skip it), by an
+-- owner others can be waiting for (a live lease or queue entry), as
+-- search_deadlock() on PostgreSQL.
+CREATE OR REPLACE PROCEDURE clock_acq_search_deadlock(
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_request_id VARCHAR(64), IN p_host VARCHAR(255),
+  IN p_blockers LONGTEXT, IN p_now BIGINT, OUT p_cycle LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_queued_here BOOLEAN;
+  DECLARE v_others_can_wait BOOLEAN;
+  SET p_cycle = NULL;
+  SELECT EXISTS (SELECT 1 FROM waiters
+                 WHERE owner = p_owner AND request_id = p_request_id AND expires_us > p_now),
+         EXISTS (SELECT 1 FROM leases
+                 WHERE owner = p_owner AND (expires_us IS NULL OR expires_us > p_now))
+         OR EXISTS (SELECT 1 FROM waiters WHERE owner = p_owner AND expires_us > p_now)
+    INTO v_queued_here, v_others_can_wait;
+  IF NOT v_queued_here AND v_others_can_wait THEN
+    -- Two owners asking for each other's locks at once hold different slot
+    -- rows; searches (and the enqueue after them, until commit) take turns
+    -- on slot -1, so the second sees the first's entry.
+    UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = -1;
+    CALL clock_acq_find_cycle(p_owner, p_host, p_blockers, p_now, p_cycle);
+  END IF;
 END;

@@ -26,6 +26,105 @@
 -- waiter polls, docs/internals/mariadb.md), so nothing is sent on a release; no
 -- fast path in release (one general path; its cost is a bench question).
 
+-- The reply of clock_renew and clock_note_leftovers to a caller whose
+-- p_secret does not prove the owner id (clock_rec_owner_refuses): each
+-- resource recorded 'refused' with p_by, who asked, and refused as
+-- 'not_proven', in request order (owner_not_proven() on PostgreSQL).
+CREATE OR REPLACE PROCEDURE clock_rec_owner_not_proven(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_by VARCHAR(512), IN p_now BIGINT, OUT p_result LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  CALL clock_rec_refused(p_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL, NULL, NULL,
+                         NULL, p_by);
+  SET p_result = JSON_OBJECT(
+    'outcome', 'not_owner', 'now', CAST(p_now AS SIGNED),
+    'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
+                                  ORDER BY t.n)
+             FROM JSON_TABLE(p_resources, '$[*]'
+                             COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+END;
+
+-- The owner's leases of p_resources judged for clock_renew and
+-- clock_note_leftovers, each locked FOR UPDATE (judge_leases() on
+-- PostgreSQL): p_lost lists those the caller cannot act on, [{resource,
+-- reason}…] with reason 'gone', 'token' (held under another token than
+-- p_tokens, a JSON array in resource order; [] for any), 'expired' or
+-- 'not_proven' (the secret does not prove it: recorded 'refused' with
+-- p_by). With p_record_losses (clock_renew) each loss is also recorded
+-- 'lost' (a lease already gone only when history shows this owner, proven
+-- by p_secret, acquired it) and an expired lease is removed;
+-- clock_note_leftovers leaves that to the next renewal.
+CREATE OR REPLACE PROCEDURE clock_rec_judge_leases(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_tokens LONGTEXT, IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512),
+  IN p_now BIGINT, IN p_record_losses BOOLEAN, OUT p_lost LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_resource VARBINARY(255);
+  DECLARE v_token BIGINT;
+  DECLARE v_found BOOLEAN;
+  DECLARE v_lease_token BIGINT;
+  DECLARE v_lease_expires BIGINT;
+  DECLARE v_lease_acquired BIGINT;
+  DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
+  DECLARE v_held_it BOOLEAN;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
+  SET p_lost = '[]';
+  WHILE v_i < JSON_LENGTH(p_resources) DO
+    SET v_resource = clock_rec_nth(p_resources, v_i);
+    SET v_token = IF(JSON_LENGTH(p_tokens) > 0,
+                     CAST(JSON_VALUE(p_tokens, CONCAT('$[', v_i, ']')) AS SIGNED), NULL);
+    SET v_found = TRUE;
+    SELECT token, expires_us, acquired_us, secret_hash
+      INTO v_lease_token, v_lease_expires, v_lease_acquired, v_lease_hash
+    FROM leases
+    WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
+    FOR UPDATE;
+    IF NOT v_found THEN
+      SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
+        JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'gone'));
+      -- Recorded as lost only for the owner that held it: an 'acquired'
+      -- record of this owner's that the secret proves.
+      -- (SELECT … INTO reads without locks; see clock_rec_owner_refuses.)
+      SELECT p_record_losses
+             AND EXISTS (SELECT 1 FROM history h
+                         WHERE h.resource = v_resource AND h.namespace = p_namespace
+                           AND h.owner = p_owner AND h.event = 'acquired'
+                           AND clock_rec_proves(h.secret_hash, p_secret))
+        INTO v_held_it;
+      IF v_held_it THEN
+        INSERT INTO history (at_us, event, namespace, resource, owner, token, db_user)
+        VALUES (p_now, 'lost', p_namespace, v_resource, p_owner, v_token, USER());
+        CALL clock_rec_count_run(p_namespace, v_resource, 'lost', 1);
+      END IF;
+    ELSEIF v_lease_token <> v_token THEN
+      SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
+        JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
+      IF p_record_losses THEN
+        CALL clock_rec_lease_event('lost', p_now, p_namespace, v_resource, p_owner, v_token,
+                                   NULL, '');
+      END IF;
+    ELSEIF v_lease_expires <= p_now THEN
+      SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
+        JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
+      IF p_record_losses THEN
+        CALL clock_rec_lease_event('lost', p_now, p_namespace, v_resource, p_owner, NULL,
+                                   v_lease_expires - v_lease_acquired, '');
+        DELETE FROM leases
+        WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+      END IF;
+    ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
+      SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
+        JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
+      CALL clock_rec_lease_event('refused', p_now, p_namespace, v_resource, p_owner, NULL, NULL,
+                                 COALESCE(p_by, ''));
+    END IF;
+    SET v_i = v_i + 1;
+  END WHILE;
+END;
+
 -- renew(p_namespace, p_resources, p_owner, p_tokens, p_ttl_ms, p_secret,
 -- p_by) → renew: {"outcome": "renewed", "now", "expires_at"} or, changing
 -- nothing but history and leases found expired, {"outcome": "not_owner",
@@ -45,17 +144,8 @@ BEGIN
   DECLARE v_expires BIGINT;
   DECLARE v_count INT;
   DECLARE v_i INT DEFAULT 0;
-  DECLARE v_resource VARBINARY(255);
-  DECLARE v_token BIGINT;
-  DECLARE v_found BOOLEAN;
-  DECLARE v_lease_token BIGINT;
-  DECLARE v_lease_expires BIGINT;
-  DECLARE v_lease_acquired BIGINT;
-  DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
-  DECLARE v_lost LONGTEXT DEFAULT '[]';
-  DECLARE v_held_it BOOLEAN;
+  DECLARE v_lost LONGTEXT;
   DECLARE v_result LONGTEXT;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   SET v_owner = clock_rec_owner(p_owner);
@@ -75,63 +165,12 @@ BEGIN
   -- name of an id whose secret the caller does not have.
   CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
   IF v_refuses THEN
-    CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, NULL, NULL, NULL, NULL, NULL,
-                           NULL, p_by);
-    SET v_result = JSON_OBJECT(
-      'outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
-      'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
-                                    ORDER BY t.n)
-               FROM JSON_TABLE(p_resources, '$[*]'
-                               COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+    CALL clock_rec_owner_not_proven(p_namespace, p_resources, v_owner, p_by, v_now, v_result);
     COMMIT;
     SELECT v_result AS `renew`;
   ELSE
-    WHILE v_i < v_count DO
-      SET v_resource = clock_rec_nth(p_resources, v_i);
-      SET v_token = IF(JSON_LENGTH(p_tokens) > 0,
-                       CAST(JSON_VALUE(p_tokens, CONCAT('$[', v_i, ']')) AS SIGNED), NULL);
-      SET v_found = TRUE;
-      SELECT token, expires_us, acquired_us, secret_hash
-        INTO v_lease_token, v_lease_expires, v_lease_acquired, v_lease_hash
-      FROM leases
-      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner
-      FOR UPDATE;
-      IF NOT v_found THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'gone'));
-        -- Recorded as lost only for the owner that held it: an 'acquired'
-        -- record of this owner's that the secret proves.
-        -- (SELECT … INTO reads without locks; see clock_rec_owner_refuses.)
-        SELECT EXISTS (SELECT 1 FROM history h
-                       WHERE h.resource = v_resource AND h.namespace = p_namespace
-                         AND h.owner = v_owner AND h.event = 'acquired'
-                         AND clock_rec_proves(h.secret_hash, p_secret))
-          INTO v_held_it;
-        IF v_held_it THEN
-          INSERT INTO history (at_us, event, namespace, resource, owner, token, db_user)
-          VALUES (v_now, 'lost', p_namespace, v_resource, v_owner, v_token, USER());
-          CALL clock_rec_count_run(p_namespace, v_resource, 'lost', 1);
-        END IF;
-      ELSEIF v_lease_token <> v_token THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
-        CALL clock_rec_lease_event('lost', v_now, p_namespace, v_resource, v_owner, v_token, NULL,
-                                   '');
-      ELSEIF v_lease_expires <= v_now THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
-        CALL clock_rec_lease_event('lost', v_now, p_namespace, v_resource, v_owner, NULL,
-                                   v_lease_expires - v_lease_acquired, '');
-        DELETE FROM leases
-        WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
-      ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
-        CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
-                                   COALESCE(p_by, ''));
-      END IF;
-      SET v_i = v_i + 1;
-    END WHILE;
+    CALL clock_rec_judge_leases(p_namespace, p_resources, v_owner, p_tokens, p_secret, p_by,
+                                v_now, TRUE, v_lost);
     IF JSON_LENGTH(v_lost) > 0 THEN
       SET v_result = JSON_OBJECT('outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
                                  'lost', JSON_EXTRACT(v_lost, '$'));
@@ -185,16 +224,9 @@ BEGIN
   DECLARE v_now BIGINT;
   DECLARE v_count INT;
   DECLARE v_i INT DEFAULT 0;
-  DECLARE v_resource VARBINARY(255);
-  DECLARE v_token BIGINT;
-  DECLARE v_found BOOLEAN;
-  DECLARE v_lease_token BIGINT;
-  DECLARE v_lease_expires BIGINT;
-  DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
   DECLARE v_leftovers LONGTEXT CHARACTER SET utf8mb4;
-  DECLARE v_lost LONGTEXT DEFAULT '[]';
+  DECLARE v_lost LONGTEXT;
   DECLARE v_result LONGTEXT;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   SET v_owner = clock_rec_owner(p_owner);
@@ -221,41 +253,10 @@ BEGIN
   SET v_now = clock_now_us();
   CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
   IF v_refuses THEN
-    CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, NULL, NULL, NULL, NULL, NULL,
-                           NULL, p_by);
-    SET v_result = JSON_OBJECT(
-      'outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
-      'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
-                                    ORDER BY t.n)
-               FROM JSON_TABLE(p_resources, '$[*]'
-                               COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+    CALL clock_rec_owner_not_proven(p_namespace, p_resources, v_owner, p_by, v_now, v_result);
   ELSE
-    WHILE v_i < v_count DO
-      SET v_resource = clock_rec_nth(p_resources, v_i);
-      SET v_token = IF(JSON_LENGTH(p_tokens) > 0,
-                       CAST(JSON_VALUE(p_tokens, CONCAT('$[', v_i, ']')) AS SIGNED), NULL);
-      SET v_found = TRUE;
-      SELECT token, expires_us, secret_hash INTO v_lease_token, v_lease_expires, v_lease_hash
-      FROM leases
-      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner
-      FOR UPDATE;
-      IF NOT v_found THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'gone'));
-      ELSEIF v_lease_token <> v_token THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
-      ELSEIF v_lease_expires <= v_now THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
-      ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
-        SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
-          JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
-        CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
-                                   COALESCE(p_by, ''));
-      END IF;
-      SET v_i = v_i + 1;
-    END WHILE;
+    CALL clock_rec_judge_leases(p_namespace, p_resources, v_owner, p_tokens, p_secret, p_by,
+                                v_now, FALSE, v_lost);
     IF JSON_LENGTH(v_lost) > 0 THEN
       SET v_result = JSON_OBJECT('outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
                                  'lost', JSON_EXTRACT(v_lost, '$'));

@@ -64,8 +64,9 @@
 -- cycle of owners each waiting for the next) are reported instead of queued
 -- (23_deadlock.sql).
 --
--- The acquire, in files: this one holds the entry point (try_acquire) and
--- its general path (acquire_general); 21_decide.sql whether a request can be
+-- The acquire, in files: this one holds the entry point (try_acquire), its
+-- general path (acquire_general) and the general path's re-entry check and
+-- grant (reentry_refused, grant_all); 21_decide.sql whether a request can be
 -- granted now (conflicts, slots, hierarchy); 22_queue.sql the FIFO queue
 -- entry, its lifetime and its leaving; 23_deadlock.sql the deadlock search;
 -- 24_fast_paths.sql the shortcuts try_acquire takes for one resource.
@@ -152,11 +153,12 @@ END $$;
 
 -- The general path of try_acquire (same arguments and replies), for any
 -- request: under its hierarchy locks, each resource's expired related
--- leases are removed and its verdict taken (decide(), 21_decide.sql); a
--- blocked request is searched for a deadlock (find_cycle_links(),
--- 23_deadlock.sql) and otherwise queued (enqueue(), 22_queue.sql) or, with
--- -n, recorded as skipped; a grantable one is checked for the owner's proof
--- on re-entry and for a done --once-per period, then granted, all or none.
+-- leases are removed and its verdict taken (decide_all(), 21_decide.sql); a
+-- blocked request is searched for a deadlock (search_deadlock(),
+-- 23_deadlock.sql) and otherwise queued or, with -n, recorded as skipped
+-- (queue_blocked(), 22_queue.sql); a grantable one is checked for the
+-- owner's proof on re-entry (reentry_refused()) and for a done --once-per
+-- period, then granted, all or none (grant_all()).
 CREATE OR REPLACE FUNCTION @schema@.acquire_general(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
@@ -166,19 +168,10 @@ RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz;
-  v_expires timestamptz;
   d record;
-  v_verdicts text[] := '{}';
-  v_leases jsonb := '[]';
-  v_waiters jsonb := '[]';
-  v_blockers uuid[] := '{}';
-  v_blocked_on text[] := '{}';
-  v_hosts text[] := '{}';
-  v_expired integer := 0;
   v_cycle jsonb;
-  v_grants jsonb := '[]';
+  v_refused jsonb;
   v_done jsonb;
-  l @schema@.leases;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
   IF p_mode IS NULL OR p_mode NOT IN ('exclusive', 'shared') OR p_slots IS NULL OR p_slots < 0
@@ -189,48 +182,15 @@ BEGIN
   PERFORM @schema@.commit_durably();
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources, p_queue);
   v_now := clock_timestamp();  -- after the locks: see the header
-  v_expires := CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END;
-  FOR i IN 1 .. cardinality(p_resources) LOOP
-    v_expired := v_expired + @schema@.expire_related(p_namespace, p_resources[i], v_now);
-    SELECT * INTO d FROM @schema@.decide(p_namespace, p_resources[i], p_mode, p_slots, p_owner,
-                                         p_request_id, v_now);
-    IF d.verdict IN ('slots_mismatch', 'upgrade') THEN
-      IF v_expired > 0 THEN PERFORM @schema@.notify_change(); END IF;
-      RETURN jsonb_build_object('outcome', d.verdict, 'now', @schema@.usec(v_now),
-                                'resource', p_resources[i], 'slots', p_slots,
-                                'other_slots', d.other_slots);
-    END IF;
-    v_verdicts := v_verdicts || d.verdict;
-    v_leases := v_leases || d.blocking_leases;
-    v_waiters := v_waiters || d.blocking_waiters;
-    v_blockers := v_blockers || d.blockers;
-    v_blocked_on := v_blocked_on || d.blocked_on;
-    v_hosts := v_hosts || d.blocker_hosts;
-  END LOOP;
-  IF v_expired > 0 THEN PERFORM @schema@.notify_change(); END IF;
-
-  -- Deadlock search only where a cycle can close: the first blocked attempt
-  -- of a request (a cycle formed later is closed, and found, by the request
-  -- that forms it), by an owner that others can be waiting for (it holds a
-  -- live lease or queue entry). Re-attempts of a queued request skip it, so
-  -- many waiters polling cost little under the hierarchy lock.
-  IF cardinality(v_blockers) > 0
-     AND NOT EXISTS (SELECT 1 FROM @schema@.waiters
-                     WHERE owner = p_owner AND request_id = p_request_id
-                       AND expires_at > v_now)
-     AND (EXISTS (SELECT 1 FROM @schema@.leases
-                  WHERE owner = p_owner AND (expires_at IS NULL OR expires_at > v_now))
-          OR EXISTS (SELECT 1 FROM @schema@.waiters
-                     WHERE owner = p_owner AND expires_at > v_now)) THEN
-    -- Two owners asking for each other's locks at the same moment hold
-    -- different hierarchy locks, so each could search before the other's
-    -- queue entry is committed and neither would see the cycle. Searches (and
-    -- the enqueue that follows, until commit) take turns under one lock; the
-    -- statements after it see every earlier searcher's committed entry.
-    PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = -1 FOR NO KEY UPDATE;
-    v_cycle := @schema@.find_cycle_links(p_owner, p_host, v_blockers, v_blocked_on, v_hosts, v_now);
+  SELECT * INTO d FROM @schema@.decide_all(p_namespace, p_resources, p_mode, p_slots, p_owner,
+                                           p_request_id, v_now);
+  IF d.refusal IS NOT NULL THEN
+    RETURN d.refusal;
   END IF;
-  IF cardinality(v_blockers) > 0 THEN
+
+  IF cardinality(d.blockers) > 0 THEN
+    v_cycle := @schema@.search_deadlock(p_owner, p_request_id, p_host, d.blockers, d.blocked_on,
+                                        d.blocker_hosts, v_now);
     IF v_cycle IS NOT NULL THEN
       -- Not queued, and out of the queue: the others can proceed.
       DELETE FROM @schema@.waiters
@@ -239,60 +199,84 @@ BEGIN
       RETURN jsonb_build_object('outcome', 'deadlock', 'now', @schema@.usec(v_now),
                                 'cycle', v_cycle);
     END IF;
-    IF p_queue THEN
-      PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
-                               p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started,
-                               v_now, p_secret);
-    ELSIF p_record_refusal THEN
-      PERFORM @schema@.record_missed('skipped', v_now, p_namespace, p_resources, p_owner, p_mode,
-                                     p_host, p_ip, p_pid, p_user, p_command,
-                                     @schema@.first_in_the_way(v_leases, v_waiters));
-    END IF;
-    RETURN jsonb_build_object(
-      'outcome', 'blocked', 'now', @schema@.usec(v_now),
-      'leases', (SELECT coalesce(jsonb_agg(x ORDER BY (x ->> 'token')::bigint), '[]')
-                 FROM (SELECT DISTINCT x FROM jsonb_array_elements(v_leases) AS x) AS s),
-      'waiters', (SELECT coalesce(jsonb_agg(x ORDER BY (x ->> 'position')::bigint), '[]')
-                  FROM (SELECT DISTINCT x FROM jsonb_array_elements(v_waiters) AS x) AS s));
+    RETURN @schema@.queue_blocked(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                                  p_request_id, p_queue, p_host, p_ip, p_pid, p_user, p_command,
+                                  p_started, p_record_refusal, p_secret, d.blocking_leases,
+                                  d.blocking_waiters, v_now);
   END IF;
 
-  -- Re-entering joins a lease: only its owner may, proven by the secret.
-  FOR i IN 1 .. cardinality(p_resources) LOOP
-    CONTINUE WHEN v_verdicts[i] <> 'reenter';
-    SELECT * INTO l FROM @schema@.leases
-    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner;
-    IF NOT @schema@.proves(l.secret_hash, p_secret) THEN
-      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
-      RETURN jsonb_build_object('outcome', 'not_proven', 'now', @schema@.usec(v_now),
-                                'resource', p_resources[i]);
-    END IF;
-  END LOOP;
+  v_refused := @schema@.reentry_refused(p_namespace, p_resources, d.verdicts, p_owner, p_secret,
+                                        p_by, v_now);
+  IF v_refused IS NOT NULL THEN
+    RETURN v_refused;
+  END IF;
 
   -- --once-per, decided here, under the hierarchy locks that release() holds
   -- while it records a success: a request granted after the run that did
   -- the period finds it. A retry of a grant that took effect is not a new run.
-  -- Of several resources done, the first in request (canonical, byte) order.
-  IF p_once_per_ms IS NOT NULL AND NOT ('again' = ANY (v_verdicts)) THEN
-    SELECT jsonb_build_object('resource', s.resource, 'owner', s.owner, 'host', s.host,
-                              'token', s.token, 'started', @schema@.usec(s.started_at))
-    INTO v_done
-    FROM @schema@.last_success s
-    WHERE s.namespace = p_namespace AND s.resource = ANY (p_resources)
-      AND s.started_at >= v_now - p_once_per_ms * interval '1 ms'
-    ORDER BY s.resource LIMIT 1;
+  IF p_once_per_ms IS NOT NULL AND NOT ('again' = ANY (d.verdicts)) THEN
+    v_done := @schema@.period_done(p_namespace, p_resources, p_once_per_ms, v_now);
     IF v_done IS NOT NULL THEN
       RETURN @schema@.skip_done_period(v_done, p_namespace, p_resources, v_now, p_owner, p_mode,
                                        p_host, p_ip, p_pid, p_user, p_command);
     END IF;
   END IF;
+  RETURN @schema@.grant_all(p_namespace, p_resources, d.verdicts, p_mode, p_slots, p_owner,
+                            p_ttl_ms, p_request_id, p_host, p_ip, p_pid, p_user, p_command,
+                            p_started, p_secret, v_now);
+END $$;
+
+-- Re-entering joins a lease: only its owner may, proven by the secret. Of
+-- the resources whose verdict (p_verdicts, as decide_all() gives them) is
+-- 'reenter', the first whose lease p_secret does not prove is recorded as
+-- 'refused' with p_by and named in try_acquire's not_proven reply; NULL
+-- when the secret proves them all.
+CREATE OR REPLACE FUNCTION @schema@.reentry_refused(
+  p_namespace text, p_resources text[], p_verdicts text[], p_owner uuid, p_secret text,
+  p_by text, p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  l @schema@.leases;
+BEGIN
   FOR i IN 1 .. cardinality(p_resources) LOOP
-    IF v_verdicts[i] = 'again' THEN
+    CONTINUE WHEN p_verdicts[i] <> 'reenter';
+    SELECT * INTO l FROM @schema@.leases
+    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner;
+    IF NOT @schema@.proves(l.secret_hash, p_secret) THEN
+      PERFORM @schema@.record_event('refused', p_now, l, NULL, coalesce(p_by, ''));
+      RETURN jsonb_build_object('outcome', 'not_proven', 'now', @schema@.usec(p_now),
+                                'resource', p_resources[i]);
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
+-- The grant of a request that nothing is in the way of, all or none, by
+-- each resource's verdict (p_verdicts): 'again' (a retry) returns the lease
+-- it made, 'reenter' deepens the owner's lease, 'grant' inserts a new one
+-- (recorded 'acquired') with the next token. The request leaves the queue.
+-- Returns try_acquire's granted reply, its grants in request order.
+CREATE OR REPLACE FUNCTION @schema@.grant_all(
+  p_namespace text, p_resources text[], p_verdicts text[], p_mode text, p_slots integer,
+  p_owner uuid, p_ttl_ms bigint, p_request_id text, p_host text, p_ip text, p_pid bigint,
+  p_user text, p_command text, p_started timestamptz, p_secret text, p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_expires timestamptz := CASE WHEN p_ttl_ms = 0 THEN NULL
+                                ELSE p_now + p_ttl_ms * interval '1 ms' END;
+  v_grants jsonb := '[]';
+  l @schema@.leases;
+BEGIN
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    IF p_verdicts[i] = 'again' THEN
       SELECT * INTO l FROM @schema@.leases
       WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner;
-    ELSIF v_verdicts[i] = 'reenter' THEN
+    ELSIF p_verdicts[i] = 'reenter' THEN
       -- The longer of the two leases wins; no expiry beats any expiry.
       UPDATE @schema@.leases
-      SET depth = depth + 1, request_id = p_request_id, renewed_at = v_now,
+      SET depth = depth + 1, request_id = p_request_id, renewed_at = p_now,
           expires_at = CASE WHEN expires_at IS NULL OR v_expires IS NULL THEN NULL
                             ELSE greatest(expires_at, v_expires) END
       WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner
@@ -302,26 +286,43 @@ BEGIN
                                    request_id, acquired_at, renewed_at, expires_at, ttl, host,
                                    ip, pid, user_name, command, owner_started_at, secret_hash)
       VALUES (p_namespace, p_resources[i], p_owner, p_mode, p_slots,
-              nextval('@schema@.tokens'), 1, p_request_id, v_now, v_now, v_expires,
+              nextval('@schema@.tokens'), 1, p_request_id, p_now, p_now, v_expires,
               p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
               coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started,
               @schema@.secret_hash(p_secret))
       RETURNING * INTO l;
-      PERFORM @schema@.record_event('acquired', v_now, l, NULL);
+      PERFORM @schema@.record_event('acquired', p_now, l, NULL);
     END IF;
     v_grants := v_grants || jsonb_build_object('resource', l.resource, 'token', l.token,
                                                'depth', l.depth);
   END LOOP;
   DELETE FROM @schema@.waiters
   WHERE namespace = p_namespace AND owner = p_owner AND resource = ANY (p_resources);
-  RETURN jsonb_build_object('outcome', 'granted', 'now', @schema@.usec(v_now), 'grants', v_grants);
+  RETURN jsonb_build_object('outcome', 'granted', 'now', @schema@.usec(p_now), 'grants', v_grants);
 END $$;
+
+-- --once-per D: the latest successful run (last_success) of one of
+-- p_resources granted at or after p_now - D (at the boundary it still
+-- counts), as {resource, owner, host, token, started}; of several resources
+-- done, the first in request (canonical, byte) order. NULL when the period
+-- is not done.
+CREATE OR REPLACE FUNCTION @schema@.period_done(p_namespace text, p_resources text[],
+                                                p_once_per_ms bigint, p_now timestamptz)
+RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('resource', s.resource, 'owner', s.owner, 'host', s.host,
+                            'token', s.token, 'started', @schema@.usec(s.started_at))
+  FROM @schema@.last_success s
+  WHERE s.namespace = p_namespace AND s.resource = ANY (p_resources)
+    AND s.started_at >= p_now - p_once_per_ms * interval '1 ms'
+  ORDER BY s.resource LIMIT 1
+$$;
 
 -- --once-per D: a request that would be granted finds its period done when
 -- the latest successful run (last_success) of one of its resources was
 -- granted at or after now - D on the database's clock (at the boundary it
--- still counts); try_acquire() looks, under the hierarchy locks, in one
--- statement of its own. Then this records the request as skipped naming
+-- still counts); try_acquire() looks, under the hierarchy locks
+-- (period_done()). Then this records the request as skipped naming
 -- that run (p_done: {resource, owner, host, token, started}), takes it out
 -- of the queue (waking those it was ahead of) and returns try_acquire's
 -- reply {"outcome": "done", "done_by": p_done}.

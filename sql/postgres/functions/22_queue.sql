@@ -4,8 +4,9 @@
 -- and leaves with the grant, a deadlock, a done --once-per period, the
 -- waiter giving up (leave_queue), or, once it lapses, whoever meets it. A
 -- later conflicting request never overtakes a live earlier entry (decide(),
--- 21_decide.sql). in_the_way(), queue_behind() and may_queue_fast() answer
--- the fast paths of try_acquire (24_fast_paths.sql).
+-- 21_decide.sql). queue_blocked() answers a blocked request of the general
+-- path; in_the_way(), queue_behind() and may_queue_fast() answer the fast
+-- paths of try_acquire (24_fast_paths.sql).
 --
 -- The waiter lifetime rule, written here once (waiter_lifetime): an entry
 -- lives as long as its request's TTL, clamped to 1..30 s, 30 s for --ttl 0
@@ -52,6 +53,35 @@ BEGIN
         mode = excluded.mode, slots = excluded.slots
     WHERE w.expires_at < p_now + v_life / 2 OR w.request_id <> excluded.request_id
        OR w.mode <> excluded.mode OR w.slots <> excluded.slots;
+END $$;
+
+-- A blocked request of try_acquire's general path: queued (enqueue()) or,
+-- with -n, recorded as skipped (p_record_refusal) naming the first in the
+-- way. Returns try_acquire's blocked reply: the leases in the way by token,
+-- the queue entries in the way by position, each once.
+CREATE OR REPLACE FUNCTION @schema@.queue_blocked(
+  p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
+  p_ttl_ms bigint, p_request_id text, p_queue boolean, p_host text, p_ip text, p_pid bigint,
+  p_user text, p_command text, p_started timestamptz, p_record_refusal boolean, p_secret text,
+  p_leases jsonb, p_waiters jsonb, p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_queue THEN
+    PERFORM @schema@.enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                             p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started,
+                             p_now, p_secret);
+  ELSIF p_record_refusal THEN
+    PERFORM @schema@.record_missed('skipped', p_now, p_namespace, p_resources, p_owner, p_mode,
+                                   p_host, p_ip, p_pid, p_user, p_command,
+                                   @schema@.first_in_the_way(p_leases, p_waiters));
+  END IF;
+  RETURN jsonb_build_object(
+    'outcome', 'blocked', 'now', @schema@.usec(p_now),
+    'leases', (SELECT coalesce(jsonb_agg(x ORDER BY (x ->> 'token')::bigint), '[]')
+               FROM (SELECT DISTINCT x FROM jsonb_array_elements(p_leases) AS x) AS s),
+    'waiters', (SELECT coalesce(jsonb_agg(x ORDER BY (x ->> 'position')::bigint), '[]')
+                FROM (SELECT DISTINCT x FROM jsonb_array_elements(p_waiters) AS x) AS s));
 END $$;
 
 -- Removes the caller's queue entries (a waiter giving up), waking only the

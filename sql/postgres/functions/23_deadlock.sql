@@ -3,8 +3,8 @@
 -- once (exit 76) instead of queued. waits_for() gives the "waits for" edges
 -- of the lock model, find_cycle_links() walks them breadth-first from the
 -- owners in a request's way. try_acquire's general path (20_acquire.sql)
--- calls it for the first blocked attempt of an owner others can wait for,
--- under a lock that makes searches take turns (see there).
+-- calls search_deadlock(), which runs it for the first blocked attempt of an
+-- owner others can wait for, under a lock that makes searches take turns.
 
 -- "Waits for" edges out of a set of owners: an owner with a live queue entry
 -- waits for every other owner holding a live conflicting lease on a related
@@ -113,4 +113,33 @@ BEGIN
     v_first := v_last + 1;
   END LOOP;
   RETURN NULL;
+END $$;
+
+-- The deadlock search of a blocked request (the cycle as find_cycle_links
+-- gives it, or NULL), only where a cycle can close: the first blocked
+-- attempt of a request (a cycle formed later is closed, and found, by the
+-- request that forms it), by an owner that others can be waiting for (it
+-- holds a live lease or queue entry). Re-attempts of a queued request skip
+-- it, so many waiters polling cost little under the hierarchy lock.
+CREATE OR REPLACE FUNCTION @schema@.search_deadlock(p_owner uuid, p_request_id text, p_host text,
+                                                    p_blockers uuid[], p_blocked_on text[],
+                                                    p_hosts text[], p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM @schema@.waiters
+             WHERE owner = p_owner AND request_id = p_request_id AND expires_at > p_now)
+     OR NOT (EXISTS (SELECT 1 FROM @schema@.leases
+                     WHERE owner = p_owner AND (expires_at IS NULL OR expires_at > p_now))
+             OR EXISTS (SELECT 1 FROM @schema@.waiters
+                        WHERE owner = p_owner AND expires_at > p_now)) THEN
+    RETURN NULL;
+  END IF;
+  -- Two owners asking for each other's locks at the same moment hold
+  -- different hierarchy locks, so each could search before the other's
+  -- queue entry is committed and neither would see the cycle. Searches (and
+  -- the enqueue that follows, until commit) take turns under one lock; the
+  -- statements after it see every earlier searcher's committed entry.
+  PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = -1 FOR NO KEY UPDATE;
+  RETURN @schema@.find_cycle_links(p_owner, p_host, p_blockers, p_blocked_on, p_hosts, p_now);
 END $$;

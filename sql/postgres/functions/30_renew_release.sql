@@ -15,6 +15,86 @@
 -- outcome unknown) moves expires_at to the new clock_timestamp() + ttl or
 -- reports the lease lost, which is what the first attempt would have found.
 
+-- The reply of renew() and note_leftovers() to a caller whose p_secret does
+-- not prove the owner id (owner_refuses()): each resource recorded as
+-- 'refused' with p_by, who asked, and refused as 'not_proven', in request
+-- order.
+CREATE OR REPLACE FUNCTION @schema@.owner_not_proven(p_namespace text, p_resources text[],
+                                                     p_owner uuid, p_by text, p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM @schema@.record_refused(p_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL,
+                                  NULL, NULL, NULL, p_by);
+  RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(p_now),
+                            'lost', (SELECT jsonb_agg(jsonb_build_object('resource', r,
+                                                                         'reason', 'not_proven')
+                                                      ORDER BY n)
+                                     FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)));
+END $$;
+
+-- The owner's leases of p_resources judged for renew() and note_leftovers(),
+-- each locked FOR UPDATE: the list of those the caller cannot act on,
+-- [{resource, reason}…] with reason 'gone', 'token' (held under another
+-- token than p_tokens[i]; no tokens: any), 'expired' or 'not_proven' (the
+-- secret does not prove it: recorded as 'refused' with p_by). With
+-- p_record_losses (renew) each loss is also recorded as 'lost' (a lease
+-- already gone only when history shows this owner, proven by p_secret,
+-- acquired it) and an expired lease is removed; note_leftovers leaves that
+-- to the next renewal.
+CREATE OR REPLACE FUNCTION @schema@.judge_leases(p_namespace text, p_resources text[],
+                                                 p_owner uuid, p_tokens bigint[], p_secret text,
+                                                 p_by text, p_now timestamptz,
+                                                 p_record_losses boolean)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_token bigint;
+  v_lost jsonb := '[]';
+  v_removed boolean := false;
+  l @schema@.leases;
+BEGIN
+  FOR i IN 1 .. cardinality(p_resources) LOOP
+    v_token := p_tokens[i];  -- NULL when no tokens were given
+    SELECT * INTO l FROM @schema@.leases
+    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner
+    FOR UPDATE;
+    IF NOT FOUND THEN
+      v_lost := v_lost || jsonb_build_object('resource', p_resources[i], 'reason', 'gone');
+      -- Recorded as lost only for the owner that held it: an 'acquired'
+      -- record of this owner's that the secret proves (a record from before
+      -- secrets keeps no hash and proves nothing wrong).
+      IF p_record_losses
+         AND EXISTS (SELECT 1 FROM @schema@.history h
+                     WHERE h.resource = p_resources[i] AND h.namespace = p_namespace
+                       AND h.owner = p_owner AND h.event = 'acquired'
+                       AND @schema@.proves(h.secret_hash, p_secret)) THEN
+        INSERT INTO @schema@.history (at, event, namespace, resource, owner, token)
+        VALUES (p_now, 'lost', p_namespace, p_resources[i], p_owner, v_token);
+      END IF;
+    ELSIF l.token <> v_token THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'token');
+      IF p_record_losses THEN
+        l.token := v_token;
+        PERFORM @schema@.record_event('lost', p_now, l, NULL);
+      END IF;
+    ELSIF l.expires_at <= p_now THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'expired');
+      IF p_record_losses THEN
+        DELETE FROM @schema@.leases
+        WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
+        PERFORM @schema@.record_event('lost', p_now, l, l.expires_at - l.acquired_at);
+        v_removed := true;
+      END IF;
+    ELSIF NOT @schema@.proves(l.secret_hash, p_secret) THEN
+      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'not_proven');
+      PERFORM @schema@.record_event('refused', p_now, l, NULL, coalesce(p_by, ''));
+    END IF;
+  END LOOP;
+  IF v_removed THEN PERFORM @schema@.notify_change(); END IF;
+  RETURN v_lost;
+END $$;
+
 -- Extends the owner's leases to clock_timestamp() + ttl (ttl 0: no expiry;
 -- a lease taken with --ttl 0 keeps no expiry), keeping their tokens.
 -- p_tokens: the tokens the caller holds, in resource order; empty: any.
@@ -39,10 +119,7 @@ AS $$
 DECLARE
   v_now timestamptz;
   v_expires timestamptz;
-  v_token bigint;
-  v_lost jsonb := '[]';
-  v_removed boolean := false;
-  l @schema@.leases;
+  v_lost jsonb;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
   PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
@@ -58,47 +135,10 @@ BEGIN
   -- The owner's proof first (owner_refuses): nothing is renewed, lost or
   -- removed in the name of an id whose secret the caller does not have.
   IF @schema@.owner_refuses(p_owner, p_secret) THEN
-    PERFORM @schema@.record_refused(v_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL,
-                                    NULL, NULL, NULL, p_by);
-    RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
-                              'lost', (SELECT jsonb_agg(jsonb_build_object('resource', r,
-                                                                           'reason', 'not_proven')
-                                                        ORDER BY n)
-                                       FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)));
+    RETURN @schema@.owner_not_proven(p_namespace, p_resources, p_owner, p_by, v_now);
   END IF;
-  FOR i IN 1 .. cardinality(p_resources) LOOP
-    v_token := p_tokens[i];  -- NULL when no tokens were given
-    SELECT * INTO l FROM @schema@.leases
-    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner
-    FOR UPDATE;
-    IF NOT FOUND THEN
-      v_lost := v_lost || jsonb_build_object('resource', p_resources[i], 'reason', 'gone');
-      -- Recorded as lost only for the owner that held it: an 'acquired'
-      -- record of this owner's that the secret proves (a record from before
-      -- secrets keeps no hash and proves nothing wrong).
-      IF EXISTS (SELECT 1 FROM @schema@.history h
-                 WHERE h.resource = p_resources[i] AND h.namespace = p_namespace
-                   AND h.owner = p_owner AND h.event = 'acquired'
-                   AND @schema@.proves(h.secret_hash, p_secret)) THEN
-        INSERT INTO @schema@.history (at, event, namespace, resource, owner, token)
-        VALUES (v_now, 'lost', p_namespace, p_resources[i], p_owner, v_token);
-      END IF;
-    ELSIF l.token <> v_token THEN
-      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'token');
-      l.token := v_token;
-      PERFORM @schema@.record_event('lost', v_now, l, NULL);
-    ELSIF l.expires_at <= v_now THEN
-      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'expired');
-      DELETE FROM @schema@.leases
-      WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
-      PERFORM @schema@.record_event('lost', v_now, l, l.expires_at - l.acquired_at);
-      v_removed := true;
-    ELSIF NOT @schema@.proves(l.secret_hash, p_secret) THEN
-      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'not_proven');
-      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
-    END IF;
-  END LOOP;
-  IF v_removed THEN PERFORM @schema@.notify_change(); END IF;
+  v_lost := @schema@.judge_leases(p_namespace, p_resources, p_owner, p_tokens, p_secret, p_by,
+                                  v_now, true);
   IF jsonb_array_length(v_lost) > 0 THEN
     RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
                               'lost', v_lost);
@@ -132,9 +172,8 @@ SET lock_timeout = '5s'
 AS $$
 DECLARE
   v_now timestamptz;
-  v_lost jsonb := '[]';
+  v_lost jsonb;
   v_leftovers jsonb;
-  l @schema@.leases;
 BEGIN
   PERFORM @schema@.check_names(p_namespace, p_resources);
   PERFORM @schema@.check_bounds(p_resources, NULL, NULL, NULL, NULL, p_by);
@@ -157,29 +196,10 @@ BEGIN
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 20_acquire.sql
   IF @schema@.owner_refuses(p_owner, p_secret) THEN
-    PERFORM @schema@.record_refused(v_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL,
-                                    NULL, NULL, NULL, p_by);
-    RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
-                              'lost', (SELECT jsonb_agg(jsonb_build_object('resource', r,
-                                                                           'reason', 'not_proven')
-                                                        ORDER BY n)
-                                       FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)));
+    RETURN @schema@.owner_not_proven(p_namespace, p_resources, p_owner, p_by, v_now);
   END IF;
-  FOR i IN 1 .. cardinality(p_resources) LOOP
-    SELECT * INTO l FROM @schema@.leases
-    WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner
-    FOR UPDATE;
-    IF NOT FOUND THEN
-      v_lost := v_lost || jsonb_build_object('resource', p_resources[i], 'reason', 'gone');
-    ELSIF l.token <> p_tokens[i] THEN
-      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'token');
-    ELSIF l.expires_at <= v_now THEN
-      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'expired');
-    ELSIF NOT @schema@.proves(l.secret_hash, p_secret) THEN
-      v_lost := v_lost || jsonb_build_object('resource', l.resource, 'reason', 'not_proven');
-      PERFORM @schema@.record_event('refused', v_now, l, NULL, coalesce(p_by, ''));
-    END IF;
-  END LOOP;
+  v_lost := @schema@.judge_leases(p_namespace, p_resources, p_owner, p_tokens, p_secret, p_by,
+                                  v_now, false);
   IF jsonb_array_length(v_lost) > 0 THEN
     RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
                               'lost', v_lost);
@@ -187,6 +207,79 @@ BEGIN
   UPDATE @schema@.leases SET leftovers = v_leftovers
   WHERE namespace = p_namespace AND resource = ANY (p_resources) AND owner = p_owner;
   RETURN jsonb_build_object('outcome', 'noted', 'now', @schema@.usec(v_now));
+END $$;
+
+-- release()'s fast path: one resource, held by the caller once (depth 1)
+-- and live, proven by p_secret, which is every release of `clock run`:
+-- removed and recorded as release() would, with one cheap query for whom to
+-- wake instead of notify_heads() in the usual cases. Returns release()'s
+-- reply, or NULL, having written nothing, for release() to go on. Its
+-- arguments are ones check_names() would accept (release() checks).
+CREATE OR REPLACE FUNCTION @schema@.release_fast_path(p_namespace text, p_resource text,
+                                                      p_owner uuid, p_secret text, p_by text,
+                                                      p_host text, p_lineage bigint[],
+                                                      p_succeeded boolean)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_root text := split_part(p_resource, '.', 1);
+  v_now timestamptz;
+  l @schema@.leases;
+  v_queued bigint;
+  v_first_owner uuid;
+  v_first_mode text;
+  v_first_slots integer;
+  v_one_resource boolean;
+BEGIN
+  PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
+  PERFORM 1 FROM @schema@.hierarchy_locks
+  WHERE slot = @schema@.hierarchy_slot(p_namespace, v_root) FOR NO KEY UPDATE;
+  v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
+  DELETE FROM @schema@.leases
+  WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner
+    AND depth = 1 AND (expires_at IS NULL OR expires_at > v_now)
+    AND @schema@.proves(secret_hash, p_secret)
+  RETURNING * INTO l;  -- (namespace, resource, owner) is the key: one row or none
+  IF FOUND THEN
+    INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
+                                  held_for, host, ip, pid, user_name, command, forced_by,
+                                  leftovers)
+    VALUES (v_now, 'released', l.namespace, l.resource, l.owner, l.mode, l.token,
+            v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command,
+            CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
+                 ELSE coalesce(p_by, '') END,
+            l.leftovers);
+    IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
+    -- The waiters to wake, as notify_heads() finds them, in the two usual
+    -- cases without it: one live queue entry in the hierarchy (a job
+    -- queued behind this one), or all on one resource with an exclusive
+    -- one first (contenders of a busy job). Then the first is the only
+    -- head: nothing is ahead of it, and it conflicts with every later one
+    -- (an exclusive entry with no slots conflicts with any mode). The
+    -- query is cheap to plan, where notify_heads' self-join took 0.4-0.8
+    -- ms on every call (EXPLAIN ANALYZE: a SQL function's plan is never
+    -- kept).
+    SELECT count(*), (array_agg(owner ORDER BY position))[1],
+           (array_agg(mode ORDER BY position))[1], (array_agg(slots ORDER BY position))[1],
+           min(resource) = max(resource)
+    INTO v_queued, v_first_owner, v_first_mode, v_first_slots, v_one_resource
+    FROM @schema@.waiters
+    WHERE namespace = p_namespace
+      AND (resource = v_root OR (resource > v_root || '.' AND resource < v_root || '/'))
+      AND expires_at > v_now;
+    IF v_queued = 1
+       OR (v_queued > 1 AND v_one_resource AND v_first_mode = 'exclusive'
+           AND v_first_slots = 0) THEN
+      PERFORM pg_notify('@schema_name@_changed', v_first_owner::text);
+    ELSIF v_queued > 1 THEN
+      PERFORM @schema@.notify_heads(p_namespace, ARRAY[p_resource], v_now);
+    END IF;
+    RETURN jsonb_build_object('now', @schema@.usec(v_now),
+                              'released', jsonb_build_array(jsonb_build_object(
+                                'resource', p_resource, 'remaining_depth', 0)),
+                              'refused', '[]'::jsonb);
+  END IF;
+  RETURN NULL;
 END $$;
 
 -- Releases the caller's own leases of p_resources: each held once is removed
@@ -216,14 +309,9 @@ SET lock_timeout = '5s'
 AS $$
 DECLARE
   v_resource text := p_resources[1];
-  v_root text;
+  v_reply jsonb;
   v_now timestamptz;
   l @schema@.leases;
-  v_queued bigint;
-  v_first_owner uuid;
-  v_first_mode text;
-  v_first_slots integer;
-  v_one_resource boolean;
   v_released jsonb := '[]';
   v_refused jsonb := '[]';
   v_removed boolean := false;
@@ -233,63 +321,18 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
       MESSAGE = format('a lineage of %s pids: at most 64', cardinality(p_lineage));
   END IF;
-  -- The fast path: one resource, held by the caller once (depth 1) and live,
-  -- which is every release of `clock run`. It takes only arguments that
-  -- check_names() would accept; anything else, and any other case (several
-  -- resources, re-entered, expired, not held), goes on to the general path
-  -- below, which re-takes the same row lock (a transaction may lock its own row
-  -- again) and finds the table as the fast path left it: unchanged.
+  -- The fast path (release_fast_path) first, for arguments check_names()
+  -- would accept; anything else, and any case it leaves (several resources,
+  -- re-entered, expired, not held), goes on to the general path below, which
+  -- re-takes the same row lock (a transaction may lock its own row again)
+  -- and finds the table as the fast path left it: unchanged.
   IF cardinality(p_resources) = 1 AND @schema@.is_resource_name(v_resource)
      AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
      AND p_owner IS NOT NULL THEN
-    PERFORM @schema@.commit_durably();  -- see Durability in 20_acquire.sql
-    v_root := split_part(v_resource, '.', 1);
-    PERFORM 1 FROM @schema@.hierarchy_locks
-    WHERE slot = @schema@.hierarchy_slot(p_namespace, v_root) FOR NO KEY UPDATE;
-    v_now := clock_timestamp();  -- after the lock: see 20_acquire.sql
-    DELETE FROM @schema@.leases
-    WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
-      AND depth = 1 AND (expires_at IS NULL OR expires_at > v_now)
-      AND @schema@.proves(secret_hash, p_secret)
-    RETURNING * INTO l;  -- (namespace, resource, owner) is the key: one row or none
-    IF FOUND THEN
-      INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
-                                    held_for, host, ip, pid, user_name, command, forced_by,
-                                    leftovers)
-      VALUES (v_now, 'released', l.namespace, l.resource, l.owner, l.mode, l.token,
-              v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command,
-              CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
-                   ELSE coalesce(p_by, '') END,
-              l.leftovers);
-      IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
-      -- The waiters to wake, as notify_heads() finds them, in the two usual
-      -- cases without it: one live queue entry in the hierarchy (a job
-      -- queued behind this one), or all on one resource with an exclusive
-      -- one first (contenders of a busy job). Then the first is the only
-      -- head: nothing is ahead of it, and it conflicts with every later one
-      -- (an exclusive entry with no slots conflicts with any mode). The
-      -- query is cheap to plan, where notify_heads' self-join took 0.4-0.8
-      -- ms on every call (EXPLAIN ANALYZE: a SQL function's plan is never
-      -- kept).
-      SELECT count(*), (array_agg(owner ORDER BY position))[1],
-             (array_agg(mode ORDER BY position))[1], (array_agg(slots ORDER BY position))[1],
-             min(resource) = max(resource)
-      INTO v_queued, v_first_owner, v_first_mode, v_first_slots, v_one_resource
-      FROM @schema@.waiters
-      WHERE namespace = p_namespace
-        AND (resource = v_root OR (resource > v_root || '.' AND resource < v_root || '/'))
-        AND expires_at > v_now;
-      IF v_queued = 1
-         OR (v_queued > 1 AND v_one_resource AND v_first_mode = 'exclusive'
-             AND v_first_slots = 0) THEN
-        PERFORM pg_notify('@schema_name@_changed', v_first_owner::text);
-      ELSIF v_queued > 1 THEN
-        PERFORM @schema@.notify_heads(p_namespace, p_resources, v_now);
-      END IF;
-      RETURN jsonb_build_object('now', @schema@.usec(v_now),
-                                'released', jsonb_build_array(jsonb_build_object(
-                                  'resource', v_resource, 'remaining_depth', 0)),
-                                'refused', '[]'::jsonb);
+    v_reply := @schema@.release_fast_path(p_namespace, v_resource, p_owner, p_secret, p_by, p_host,
+                                          p_lineage, p_succeeded);
+    IF v_reply IS NOT NULL THEN
+      RETURN v_reply;
     END IF;
   END IF;
   -- The general path: each resource in turn, all under the hierarchy locks.
