@@ -182,6 +182,9 @@ BEGIN
       SET v_resource = clock_rec_nth(p_resources, v_i);
       SELECT secret_hash INTO v_hash FROM leases
       WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+      -- Not implied by the owner's proof: that ran before the hierarchy
+      -- lock, and another caller naming the same owner id with another
+      -- secret may have committed this lease since.
       IF NOT clock_rec_proves(v_hash, p_secret) THEN
         CALL clock_rec_lease_event('refused', p_now, p_namespace, v_resource, p_owner, NULL,
                                    NULL, COALESCE(p_by, ''));

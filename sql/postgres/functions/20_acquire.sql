@@ -243,6 +243,9 @@ BEGIN
     CONTINUE WHEN p_verdicts[i] <> 'reenter';
     SELECT * INTO l FROM @schema@.leases
     WHERE namespace = p_namespace AND resource = p_resources[i] AND owner = p_owner;
+    -- Not implied by the owner's proof: that ran before the hierarchy lock,
+    -- and another caller naming the same owner id with another secret may
+    -- have committed this lease since (SQLite, serialised, needs no check).
     IF NOT @schema@.proves(l.secret_hash, p_secret) THEN
       PERFORM @schema@.record_event('refused', p_now, l, NULL, coalesce(p_by, ''));
       RETURN jsonb_build_object('outcome', 'not_proven', 'now', @schema@.usec(p_now),
