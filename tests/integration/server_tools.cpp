@@ -55,13 +55,13 @@ Restorer::Restorer(const TestEnv& env) : m_restoring(std::make_unique<Restoring>
 
 Restorer::~Restorer() = default;
 
-AppLogin::AppLogin(const TestEnv& env, int limit) : m_env(env) {
+AppLogin::AppLogin(const TestEnv& env, int limit, const std::string& role) : m_env(env) {
   std::random_device random;
   m_name = "clock_test_login_" + std::to_string(random() % 1'000'000'000);
   const std::string budget = std::to_string(limit);
   if (on_postgres()) {
     pg::install_roles(env);
-    REQUIRE_EXIT(pg::psql(env, "CREATE ROLE " + m_name + " LOGIN IN ROLE clock_app" +
+    REQUIRE_EXIT(pg::psql(env, "CREATE ROLE " + m_name + " LOGIN IN ROLE " + role +
                                    (limit > 0 ? " CONNECTION LIMIT " + budget : "")),
                  0);
     return;
@@ -73,8 +73,8 @@ AppLogin::AppLogin(const TestEnv& env, int limit) : m_env(env) {
   const std::string account = "'" + m_name + "'@'localhost'";
   REQUIRE_EXIT(maria::sql(env, "CREATE USER " + account +
                                    (limit > 0 ? " WITH MAX_USER_CONNECTIONS " + budget : "") +
-                                   "; GRANT clock_app TO " + account +
-                                   "; SET DEFAULT ROLE clock_app FOR " + account),
+                                   "; GRANT " + role + " TO " + account + "; SET DEFAULT ROLE " +
+                                   role + " FOR " + account),
                0);
 }
 

@@ -37,14 +37,15 @@ class Restorer {
   std::unique_ptr<Restoring> m_restoring;
 };
 
-// A login of the backend under test in the clock_app role (roles.sql
-// installed first), with at most `limit` connections (0: no limit; a
+// A login of the backend under test in `role` of roles.sql (installed
+// first: clock_app, clock_operator, clock_reader), with at most `limit`
+// connections (0: no limit; a
 // PostgreSQL role's CONNECTION LIMIT, a MariaDB account's
 // MAX_USER_CONNECTIONS), dropped at the end. Its connections are counted on
 // the server (pg_stat_activity, information_schema.processlist).
 class AppLogin {
  public:
-  AppLogin(const TestEnv& env, int limit);
+  AppLogin(const TestEnv& env, int limit, const std::string& role = "clock_app");
   ~AppLogin();
   AppLogin(const AppLogin&) = delete;
   AppLogin& operator=(const AppLogin&) = delete;

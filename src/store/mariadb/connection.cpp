@@ -233,8 +233,9 @@ bool Connection::cut_off() {
 ServerTrouble Connection::judge(unsigned number, std::string message) {
   if (number == ER_PROCACCESS_DENIED_ERROR) {
     message +=
-        "; run 'clock check' as this login to see what it lacks (the roles are in "
-        "sql/mariadb/roles.sql)";
+        "; the login needs the grants of sql/mariadb/roles.sql (clock_app to lock, "
+        "clock_operator for --force and gc): run 'clock check' as this login to see what it "
+        "lacks";
   }
   Trouble trouble = classify(number);
   // Not asked after 1213 (a certification failure, frequent under
