@@ -73,10 +73,11 @@ check "node 3 starts with its clock 3 s ahead" "$node_ctl" start 3 --faketime +3
 out=$(run_clock --database "$(url 3)" run -r skew.res -- true 2>&1)
 status=$?
 check "a run on node 3 is refused (78)" same "$status" 78
+# 3 s measured NTP-style: 2.998 is as likely as 3.002.
 check "naming the node, how far ahead and of which node ($out)" \
-  grep -Eq "node 127.0.0.1:$(port 3) is 3\.[0-9]{3} s ahead of 127.0.0.1:($(port 1)|$(port 2))'s, more than mariadb.galera_max_skew \(500ms\)" <<<"$out"
+  grep -Eq "node 127.0.0.1:$(port 3) is (2\.9|3\.[0-9])[0-9]{2} s ahead of 127.0.0.1:($(port 1)|$(port 2))'s, more than mariadb.galera_max_skew \(500ms\)" <<<"$out"
 check "clock status -v on node 3 reports the skew" \
-  bash -c "HOME='$work' CLOCK_CONFIG='$work/clock.toml' '$clock' --database '$(url 3)' status -v 2>&1 | grep -q 'is 3\.[0-9]* s ahead of'"
+  bash -c "HOME='$work' CLOCK_CONFIG='$work/clock.toml' '$clock' --database '$(url 3)' status -v 2>&1 | grep -Eq 'is (2\.9|3\.)[0-9]* s ahead of'"
 out=$(run_clock --database "$(url 1)" run -r skew.res -- true 2>&1)
 status=$?
 # 3 s measured NTP-style: 2.999 is as likely as 3.001.
