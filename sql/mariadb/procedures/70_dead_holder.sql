@@ -54,14 +54,7 @@ BEGIN
   SET v_now = clock_now_us();
   CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
   IF v_refuses THEN
-    CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, NULL, NULL, NULL, NULL, NULL,
-                           NULL, p_by);
-    SET v_result = JSON_OBJECT(
-      'outcome', 'not_owner', 'now', CAST(v_now AS SIGNED),
-      'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
-                                    ORDER BY t.n)
-               FROM JSON_TABLE(p_resources, '$[*]'
-                               COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+    CALL clock_rec_owner_not_proven(p_namespace, p_resources, v_owner, p_by, v_now, v_result);
   ELSE
     WHILE v_i < v_count DO
       SET v_resource = clock_rec_nth(p_resources, v_i);

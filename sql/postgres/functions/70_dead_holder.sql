@@ -44,13 +44,7 @@ BEGIN
   PERFORM @schema@.lock_hierarchies(p_namespace, p_resources);
   v_now := clock_timestamp();  -- after the locks: see 20_acquire.sql
   IF @schema@.owner_refuses(p_owner, p_secret) THEN
-    PERFORM @schema@.record_refused(v_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL,
-                                    NULL, NULL, NULL, p_by);
-    RETURN jsonb_build_object('outcome', 'not_owner', 'now', @schema@.usec(v_now),
-                              'lost', (SELECT jsonb_agg(jsonb_build_object('resource', r,
-                                                                           'reason', 'not_proven')
-                                                        ORDER BY n)
-                                       FROM unnest(p_resources) WITH ORDINALITY AS t (r, n)));
+    RETURN @schema@.owner_not_proven(p_namespace, p_resources, p_owner, p_by, v_now);
   END IF;
   FOR i IN 1 .. cardinality(p_resources) LOOP
     SELECT * INTO l FROM @schema@.leases
