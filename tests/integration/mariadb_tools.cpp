@@ -141,17 +141,4 @@ bool server_answers(const TestEnv& env) {
   return result.status == 0 && result.out.find('1') != std::string::npos;
 }
 
-ServerRestorer::~ServerRestorer() {
-  try {
-    if (server_answers(m_env))
-      return;
-    std::cerr << "the MariaDB server is down after the test: starting it again\n";
-    Result started = mariadb_ctl(m_env, "start");
-    if (started.status != 0)
-      std::cerr << "mariadb-ctl.sh start failed:\n" << started.describe() << "\n";
-  } catch (const std::exception& e) {
-    std::cerr << "could not restore the MariaDB server: " << e.what() << "\n";
-  }
-}
-
 }  // namespace clk::test::maria

@@ -56,18 +56,4 @@ Result mariadb_ctl(const TestEnv& env, const std::string& action,
 // True when the server answers `select 1` on the test's database.
 bool server_answers(const TestEnv& env);
 
-// Makes sure, when it goes out of scope, that the server is up again and
-// answers, even if the test failed halfway: the tests that follow use it.
-// Declare it after the TestEnv, so that it runs first.
-class ServerRestorer {
- public:
-  explicit ServerRestorer(const TestEnv& env) : m_env(env) {}
-  ~ServerRestorer();
-  ServerRestorer(const ServerRestorer&) = delete;
-  ServerRestorer& operator=(const ServerRestorer&) = delete;
-
- private:
-  const TestEnv& m_env;
-};
-
 }  // namespace clk::test::maria

@@ -1,8 +1,8 @@
 // See server_tools.hpp.
 #include "server_tools.hpp"
 
+#include <iostream>
 #include <random>
-#include <variant>
 
 #include "mariadb_tools.hpp"
 #include "postgres_tools.hpp"
@@ -42,18 +42,18 @@ bool answers(const TestEnv& env) {
   return on_postgres() ? pg::server_answers(env) : maria::server_answers(env);
 }
 
-struct Restorer::Restoring {
-  std::variant<std::monostate, pg::ServerRestorer, maria::ServerRestorer> restorer;
-};
-
-Restorer::Restorer(const TestEnv& env) : m_restoring(std::make_unique<Restoring>()) {
-  if (on_postgres())
-    m_restoring->restorer.emplace<pg::ServerRestorer>(env);
-  else
-    m_restoring->restorer.emplace<maria::ServerRestorer>(env);
+Restorer::~Restorer() {
+  try {
+    if (answers(m_env))
+      return;
+    std::cerr << "the " << backend_name() << " server is down after the test: starting it again\n";
+    Result started = start(m_env);
+    if (started.status != 0)
+      std::cerr << "starting it failed:\n" << started.describe() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "could not restore the " << backend_name() << " server: " << e.what() << "\n";
+  }
 }
-
-Restorer::~Restorer() = default;
 
 AppLogin::AppLogin(const TestEnv& env, int limit, const std::string& role) : m_env(env) {
   std::random_device random;

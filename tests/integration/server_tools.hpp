@@ -27,14 +27,13 @@ bool answers(const TestEnv& env);
 // answers, even if the test failed halfway. Declare it after the TestEnv.
 class Restorer {
  public:
-  explicit Restorer(const TestEnv& env);
+  explicit Restorer(const TestEnv& env) : m_env(env) {}
   ~Restorer();
   Restorer(const Restorer&) = delete;
   Restorer& operator=(const Restorer&) = delete;
 
  private:
-  struct Restoring;
-  std::unique_ptr<Restoring> m_restoring;
+  const TestEnv& m_env;
 };
 
 // A login of the backend under test in `role` of roles.sql (installed
