@@ -55,8 +55,8 @@ Holder start_holder(const TestEnv& env, const std::string& ttl = "60s",
   // Under a loaded CI machine the first renewal can miss a short TTL (the
   // holder then stops its job as it must): what it said shows why.
   REQUIRE_MESSAGE(renewed, "the holder never renewed its lease; running: "
-                               << holder.clock->running() << "; status: "
-                               << env.status({"--all"}).dump() << "; its stderr:\n"
+                               << holder.clock->running()
+                               << "; status: " << env.status({"--all"}).dump() << "; its stderr:\n"
                                << read_file(holder.clock->err_path()));
   return holder;
 }
