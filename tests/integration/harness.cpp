@@ -422,9 +422,15 @@ Acquired parse_acquired(const std::string& json_text) {
 
 namespace {
 
+// The file is clock.db in the test's folder, or in CLOCK_TEST_SQLITE_DIR
+// where that is set: make screenshot sets /var/lib/clock (a tmpfs in a mount
+// namespace of its own), so that the picture names the packaged path rather
+// than a scratch folder. One test at a time then: they would share the file.
 class SqliteBackend : public Backend {
  public:
-  explicit SqliteBackend(const fs::path& dir) : m_url("sqlite:" + (dir / "clock.db").string()) {}
+  explicit SqliteBackend(const fs::path& dir)
+      : m_url("sqlite:" +
+              (fs::path(getenv_or("CLOCK_TEST_SQLITE_DIR", dir.string())) / "clock.db").string()) {}
   std::string name() const override { return "sqlite"; }
   std::string url() const override { return m_url; }
 

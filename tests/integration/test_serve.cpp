@@ -253,13 +253,19 @@ std::vector<std::unique_ptr<Process>> make_fleet(const TestEnv& env) {
   // of the job is about 17 minutes of its lease (--ttl 3h covers it).
   // libfaketime takes one unit: minutes.
   auto night = [&](const std::string& host, const std::string& ago, const std::string& resource,
-                   std::vector<std::string> command, int status = 0) {
-    std::vector<std::string> args = {"run", "--ttl", "3h", "-r", resource, "--"};
+                   std::vector<std::string> command, int status = 0,
+                   const std::string& every = "") {
+    std::vector<std::string> args = {"run", "--ttl", "3h", "-r", resource};
+    if (!every.empty())
+      args.insert(args.end(), {"--every", every});
+    args.push_back("--");
     args.insert(args.end(), command.begin(), command.end());
     ran(host, "-" + ago + " x1000", args, status);
   };
-  night("db1", "300m", "backup.db", {"backup-db", "--full"});
-  night("ldap1", "270m", "ldap.import", {"ldap-import", "/srv/ldap/people.ldif"}, 3);
+  // Two are expected runs: the backup daily (on time), the import every
+  // 4 h, which failed 4.5 h ago (overdue).
+  night("db1", "300m", "backup.db", {"backup-db", "--full"}, 0, "1d");
+  night("ldap1", "270m", "ldap.import", {"ldap-import", "/srv/ldap/people.ldif"}, 3, "4h");
   night("web1", "245m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
   night("web2", "240m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
   night("web10", "235m", "cron.logrotate", {"logrotate", "/etc/logrotate.conf"});
@@ -882,6 +888,10 @@ TEST_SUITE("serve") {
     // The database it read, a semaphore's slots, the links, no banner.
     CHECK(text_of(night, "database") == env.url());
     CHECK(night.find("<td data-slots=\"2/5\">2/5 slots</td>") != std::string::npos);
+    CHECK(night.find("<tr data-resource=\"backup.db\" data-overdue=\"false\">") !=
+          std::string::npos);
+    CHECK(night.find("<tr data-resource=\"ldap.import\" data-overdue=\"true\">") !=
+          std::string::npos);
     for (const char* link : {"status.json", "timeline.json", "history.json", "metrics"})
       CHECK(night.find("<a href=\"" + std::string(link) + "\">" + link + "</a>") !=
             std::string::npos);
