@@ -24,7 +24,7 @@ Action register_config(CLI::App& app) {
                                 "~/.config/clock/clock.toml) instead, with the database of "
                                 "--database or $CLOCK_DATABASE_URL; mode 0600 if its URL holds a "
                                 "password, else 0644; a file that sets any key is refused (78), "
-                                "one of comments only is replaced")
+                                "one of comments and table headers only is replaced")
                    ->expected(0, 1);
   command->footer(
       "ORIGIN is a flag (--database flag), a variable (CLOCK_DATABASE_URL), a config file\n"

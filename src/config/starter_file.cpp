@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <toml++/toml.h>
+
 #include "error.hpp"
 #include "util/password.hpp"
 
@@ -29,15 +31,29 @@ std::string toml_string(const std::string& text) {
   return out + "\"";
 }
 
-// Whether the file holds anything but comments and blank lines.
-bool sets_anything(const fs::path& file) {
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    auto first = line.find_first_not_of(" \t\r");
-    if (first != std::string::npos && line[first] != '#')
+// Whether a TOML table sets a value, in it or in a table under it.
+bool sets_a_value(const toml::table& table) {
+  for (auto&& [key, node] : table) {
+    const toml::table* inner = node.as_table();
+    if (!inner || sets_a_value(*inner))
       return true;
   }
   return false;
+}
+
+// Whether the file sets any key. Comments, blank lines and table headers
+// set nothing: the packaged /etc/clock/clock.toml is every key commented out
+// under its table's header. A file that is not TOML counts as set: it is
+// someone's, and only they know what it meant.
+bool sets_anything(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return sets_a_value(toml::parse(text.str(), file.string()));
+  } catch (const toml::parse_error&) {
+    return true;
+  }
 }
 
 }  // namespace
@@ -71,7 +87,8 @@ std::string write_starter_file(const fs::path& file,
   bool exists = fs::exists(file, error);
   if (exists && sets_anything(file)) {
     throw Error(ExitCode::config, "not writing " + file.string() +
-                                      ": it already sets keys; edit it, or remove it first");
+                                      ": it already sets keys (or is not TOML); edit it, or "
+                                      "remove it first");
   }
   if (file.has_parent_path() && !fs::exists(file.parent_path(), error)) {
     fs::create_directories(file.parent_path(), error);
@@ -102,7 +119,7 @@ std::string write_starter_file(const fs::path& file,
   }
   std::ostringstream mode_text;
   mode_text << std::oct << mode;
-  return std::string(exists ? "replaced the comments-only " : "wrote ") + file.string() +
+  return std::string(exists ? "replaced " : "wrote ") + file.string() +
          " (mode 0" + mode_text.str() + (database_url ? ", database set" : "") + ")";
 }
 

@@ -2,13 +2,16 @@
 """Runs the command blocks of the user documentation, as a reader would.
 
     run_doc_blocks.py --clock build/clock [--server postgres|mariadb] [--also-as USER]
-                      FILE.md [FILE.md...]
+                      [--without-package | --package-config FILE] FILE.md [FILE.md...]
 
 Run as root, the blocks run as written by root, with the package's
 /etc/clock/clock.toml in place (comments only); with --also-as USER they then
 run again as that unprivileged user, without the package (no
 /etc/clock/clock.toml until a block writes one), so that a step that needs
-root, sudo or an existing file shows.
+root, sudo or an existing file shows. tests/package/test_deb.sh runs them
+once more with the package installed: --clock names the installed binary,
+--package-config the packaged /etc/clock/clock.toml, which the reader's
+/etc/clock starts with.
 
 A changed README is a changed test: the blocks are read from the files each
 time. For each file, every fenced block is handled by its info string:
@@ -277,7 +280,8 @@ def mariadb_drop_new_objects(server, before):
 class Scratch:
     """One file's world: HOME, the current folder, stubs, shell state."""
 
-    def __init__(self, root, name, clock, source_dir, pg, package=True, maria=None):
+    def __init__(self, root, name, clock, source_dir, pg, package=True, maria=None,
+                 package_config=None):
         self.dir = tempfile.mkdtemp(prefix=f"{name}.", dir=root)
         self.home = os.path.join(self.dir, "home")
         self.work = os.path.join(self.dir, "work")
@@ -288,7 +292,10 @@ class Scratch:
         os.symlink(os.path.join(source_dir, "sql"), os.path.join(self.work, "sql"))
         # A config file of comments only: the defaults, whatever this
         # machine's /etc/clock/clock.toml says (as the package installs it).
-        if package:
+        # With --package-config, the installed package's own file instead.
+        if package_config:
+            shutil.copyfile(package_config, os.path.join(self.etc, "clock.toml"))
+        elif package:
             with open(os.path.join(self.etc, "clock.toml"), "w") as f:
                 f.write("# /etc/clock/clock.toml of the doc test: every key at its default\n")
         clock_dir = os.path.join(self.dir, "clock-bin")
@@ -493,6 +500,9 @@ def main():
                          "(with-postgres.sh) or MariaDB (with-mariadb.sh)")
     ap.add_argument("--without-package", action="store_true",
                     help="no /etc/clock/clock.toml until a block writes one")
+    ap.add_argument("--package-config", metavar="FILE",
+                    help="the installed package's /etc/clock/clock.toml, copied as the "
+                         "reader's (with --clock naming the installed binary)")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     clock = os.path.abspath(args.clock)
@@ -538,7 +548,8 @@ def main():
                     failed.append(f"{path}:{line}")
                     print(f"{path}:{line}: FAILED: exit {code} is not in the man page's EXIT STATUS")
         scratch = Scratch(root, os.path.basename(path), clock, source_dir, pg,
-                          package=not args.without_package, maria=maria)
+                          package=not args.without_package, maria=maria,
+                          package_config=args.package_config)
         before = server_objects(pg) if pg else None
         maria_before = mariadb_objects(maria) if maria else None
         for block in read_blocks(path):

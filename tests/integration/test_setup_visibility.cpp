@@ -176,17 +176,28 @@ TEST_SUITE("setup visibility") {
     CHECK(again.err.find(file.string()) != std::string::npos);
     CHECK(read_file(file) == before);
 
-    // The package's file of comments only is replaced; a URL with a password
-    // makes the file private to its owner.
+    // The package's own file (every key commented out under its table's
+    // header) sets nothing, so it is replaced; a URL with a password makes
+    // the file private to its owner.
     fs::path package = env.path("package.toml");
-    write_file(package, "# every key commented out\n#database = \"sqlite:/x.db\"\n\n");
+    write_file(package, read_file(CLOCK_TEST_PACKAGED_CONFIG));
+    REQUIRE(read_file(package).find("\n[lock]\n") != std::string::npos);
     Result replaced = env.clock({"--database", "postgresql://clock_host:s3cret@db.example/clock",
                                  "config", "--init", package.string()});
     CHECK_EXIT(replaced, 0);
-    CHECK(replaced.out.find("replaced") != std::string::npos);
+    CHECK(replaced.out.find("replaced " + package.string()) != std::string::npos);
     CHECK((fs::status(package).permissions() & fs::perms::all) ==
           (fs::perms::owner_read | fs::perms::owner_write));
     CHECK(replaced.out.find("s3cret") == std::string::npos);
+
+    // A key set under a table counts; so does a file that is not TOML.
+    for (const char* text : {"[lock]\nttl = \"5m\"\n", "[lock\nttl = 5m\n"}) {
+      CAPTURE(text);
+      fs::path kept = env.path("kept.toml");
+      write_file(kept, text);
+      CHECK_EXIT(env.clock({"--database", url, "config", "--init", kept.string()}), 78);
+      CHECK(read_file(kept) == text);
+    }
   }
 
   TEST_CASE("clock check passes on a working set-up, one ok line per check") {

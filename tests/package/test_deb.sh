@@ -293,6 +293,25 @@ check "man -l renders the installed page" \
   _ "$dpkg_root/usr/share/man/man1/clock.1.gz"
 check "the installed clock --help works" \
   bash -c '"$1" status --help | grep -q "Exit status"' _ "$dpkg_root/usr/bin/clock"
+# The documentation's set-up as a reader runs it with this package
+# installed: the installed binary, the packaged /etc/clock/clock.toml as it
+# ships, README's and docs/postgresql.md's blocks verbatim against a
+# throwaway PostgreSQL that asks every login for its password
+# (tests/docs/run_doc_blocks.py; the docs entry of ctest runs them without
+# the package). Without PostgreSQL it is skipped, except under CI=true.
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+docs_with_package() {
+  CLOCK_TEST_PG_AUTH=password "$source_dir/tests/helpers/with-postgres.sh" \
+    python3 "$source_dir/tests/docs/run_doc_blocks.py" --clock "$1/usr/bin/clock" \
+    --package-config "$1/etc/clock/clock.toml" "$source_dir/README.md" "$source_dir/docs/postgresql.md"
+}
+if command -v pg_ctlcluster >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
+  [[ ${CI:-} == true ]]; then
+  check "README's and docs/postgresql.md's set-up run with the package installed" \
+    docs_with_package "$dpkg_root"
+else
+  skip "the documentation's set-up with the package installed (no PostgreSQL server)"
+fi
 check "dpkg --remove keeps the conffile, --purge removes it" \
   bash -c 'dpkg --root="$1" --force-not-root --log=/dev/null --remove clock &&
            test ! -e "$1/usr/bin/clock" && test -f "$1/etc/clock/clock.toml" &&
