@@ -119,8 +119,8 @@ std::string write_starter_file(const fs::path& file,
   }
   std::ostringstream mode_text;
   mode_text << std::oct << mode;
-  return std::string(exists ? "replaced " : "wrote ") + file.string() +
-         " (mode 0" + mode_text.str() + (database_url ? ", database set" : "") + ")";
+  return std::string(exists ? "replaced " : "wrote ") + file.string() + " (mode 0" +
+         mode_text.str() + (database_url ? ", database set" : "") + ")";
 }
 
 }  // namespace clk::config
