@@ -14,15 +14,20 @@
 #         wait (SHOW GLOBAL STATUS deltas)
 #   10.6  capacity: sustained `clock run -- true`/s on distinct resources
 #         from 4 loops, and the server's CPU per run
+#   10.7  the server's CPU per sequential `clock run -- true` (a new
+#         connection each, as cron runs it) beside the floor of each server:
+#         PostgreSQL a new connection and `SELECT 1` (psql), MariaDB the
+#         `mariadb` client's GET_LOCK and RELEASE_LOCK; and through pgbouncer
+#         (its backends warm)
 # BENCH_MARIADB_ONLY="latency capacity" runs some parts only (latency,
-# contend, handover, burst, wait200, capacity). BENCH_MARIADB_BURST sets N
+# contend, handover, burst, wait200, capacity, cpu). BENCH_MARIADB_BURST sets N
 # (1000; quick: 200).
 source "$(dirname "$0")/lib.sh"
 
 for var in BENCH_MARIADB_CLOCK CLOCK_TEST_MARIADB_URL CLOCK_TEST_MARIADB_SOCKET; do
   [[ -n ${!var:-} ]] || { echo "bench: $var is not set (MariaDB missing? run tests/bench/run.sh)" >&2; exit 1; }
 done
-only=${BENCH_MARIADB_ONLY:-latency contend handover burst wait200 capacity}
+only=${BENCH_MARIADB_ONLY:-latency contend handover burst wait200 capacity cpu}
 wanted() { [[ " $only " == *" $1 "* ]]; }
 say "10. MariaDB beside PostgreSQL: $only"
 
@@ -194,4 +199,22 @@ if wanted capacity; then
     --seconds "$seconds" --prefix bench-cap-my
   rows capacity --key m10.6.pg --clock "$(cmd "$pg")" --server-pid "$pg_pid" \
     --seconds "$seconds" --prefix bench-cap-pg
+fi
+
+if wanted cpu; then
+  runs=$(reps 200 40)
+  say "10.7 server CPU per run: $runs sequential runs of each, in 4 interleaved blocks"
+  maria_pid=$(cat "$(mysql_at 'SELECT @@pid_file')")
+  pg_pid=$(head -n 1 "$CLOCK_TEST_PG_DATA/postmaster.pid")
+  pgb=$(pgb_url clock_mb)
+  BENCH_CLOCK=$BENCH_MARIADB_CLOCK init_store "$pgb"
+  python3 "$bench_dir/mariadb_rows.py" server_cpu --results "$BENCH_RESULTS" \
+    --server-pid "$pg_pid" --runs "$runs" \
+    --cmd m10.7.pg.clock "$(cmd "$pg") run -r bench.cpu -- true" \
+    --cmd m10.7.pg.floor "psql -X -q -d '$pg' -c 'SELECT 1'" \
+    --cmd m10.7.pgbouncer.clock "$(cmd "$pgb") run -r bench.cpu -- true"
+  python3 "$bench_dir/mariadb_rows.py" server_cpu --results "$BENCH_RESULTS" \
+    --server-pid "$maria_pid" --runs "$runs" \
+    --cmd m10.7.mariadb.clock "$(cmd "$my") run -r bench.cpu -- true" \
+    --cmd m10.7.mariadb.floor "mariadb --socket=$CLOCK_TEST_MARIADB_SOCKET -u clock_bench -pbench -N -B -e \"SELECT GET_LOCK('bench.cpu', 30); SELECT RELEASE_LOCK('bench.cpu')\""
 fi

@@ -11,6 +11,9 @@ bench.py does.
   capacity  L parallel loops of `clock run -- true` on distinct resources for
             S seconds: runs/s and the server's CPU per run (/proc stat ticks
             of the server's process tree)
+  server_cpu  several commands run one after another, N times each, in
+            interleaved blocks: the server's CPU per run of each (the same
+            ticks), a new connection each run unless the command borrows one
 
 Standard library only.
 """
@@ -121,6 +124,27 @@ def cmd_capacity(args):
          seconds=wall, loops=args.loops, server_cpu_ms=cpu, server_cpu_ms_per_run=cpu / runs)
 
 
+def cmd_server_cpu(args):
+    """--cmd KEY COMMAND...: one record per KEY, median = server CPU ms per
+    run over all its runs. Blocks of --runs/--blocks runs of each command in
+    turn, so that a drift of the machine falls on every command alike."""
+    commands = [(key, shlex.split(text)) for key, text in args.cmd]
+    cpu = collections.Counter()
+    runs = collections.Counter()
+    per_block = max(1, args.runs // args.blocks)
+    for _ in range(args.blocks):
+        for key, argv in commands:
+            before = tree_cpu_ms(args.server_pid)
+            for _ in range(per_block):
+                subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
+            cpu[key] += tree_cpu_ms(args.server_pid) - before
+            runs[key] += per_block
+    for key, _ in commands:
+        emit(args.results, key, unit="ms", median=cpu[key] / runs[key], runs=runs[key],
+             server_cpu_ms=cpu[key])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,6 +156,13 @@ def main():
         p.add_argument("--results", required=True)
         p.add_argument("--key", required=True)
         p.add_argument("--clock", required=True, help="clock and its global flags, one string")
+    p = sub.add_parser("server_cpu")
+    p.set_defaults(handler=cmd_server_cpu)
+    p.add_argument("--results", required=True)
+    p.add_argument("--server-pid", type=int, required=True)
+    p.add_argument("--runs", type=int, default=200)
+    p.add_argument("--blocks", type=int, default=4)
+    p.add_argument("--cmd", nargs=2, action="append", required=True, metavar=("KEY", "COMMAND"))
     p = sub.choices["ordered"]
     p.add_argument("--stamp", required=True)
     p.add_argument("--dir", required=True)

@@ -341,6 +341,25 @@ def mariadb(t):
               "distinct resources; server CPU per run",
               f"{rate:.0f} runs/s; {t.get(key, 'server_cpu_ms_per_run'):.2f} ms server CPU/run",
               f"{t.get(key, 'runs')} runs in {t.get(key, 'seconds'):.0f} s", None, None, None)
+    # 10.7: the server's CPU per sequential run beside each server's floor.
+    for server, floor, limit in (("pg", "a new connection + `SELECT 1` (psql)", 1.5),
+                                 ("mariadb", "`mariadb` GET_LOCK + RELEASE_LOCK", 3.0)):
+        key, peer = f"m10.7.{server}.clock", f"m10.7.{server}.floor"
+        mine, theirs = t.get(key), t.get(peer)
+        name = "PostgreSQL" if server == "pg" else "MariaDB"
+        if mine is None or theirs is None:
+            t.missing("10", f"server CPU per run, {name}", [key, peer])
+            continue
+        ratio = mine / theirs if theirs > 0 else float("inf")
+        t.row("10", f"server CPU per `clock run -- true`, {name} (a new connection each, "
+              f"{t.get(key, 'runs')} runs)", f"{mine:.2f} ms", f"{floor}: {theirs:.2f} ms", ratio,
+              f"≤ {limit:g}×", ratio <= limit)
+    pgb = t.get("m10.7.pgbouncer.clock")
+    if pgb is None:
+        t.missing("10", "server CPU per run through pgbouncer", ["m10.7.pgbouncer.clock"])
+    else:
+        t.row("10", "server CPU per `clock run -- true` through pgbouncer (warm backends)",
+              f"{pgb:.2f} ms", None, None, "≤ 1 ms", pgb <= 1.0)
 
 
 def galera(t):
