@@ -112,7 +112,16 @@ std::optional<JobCgroup> JobCgroup::create() {
     return std::nullopt;
   }
   std::string path = dir + "/clock-job-" + std::to_string(getpid());
-  if (mkdir(path.c_str(), 0755) != 0) {
+  // One of that name is left by an earlier clock of this pid whose guard
+  // died with it (kill -9 of the whole group, the OOM killer): removed when
+  // empty, as it then is, and made anew. Otherwise every later clock given
+  // that pid would run its job without a cgroup.
+  bool made = mkdir(path.c_str(), 0755) == 0;
+  if (!made && errno == EEXIST && rmdir(path.c_str()) == 0) {
+    spdlog::debug("removed {}, left empty by an earlier clock of this pid", path);
+    made = mkdir(path.c_str(), 0755) == 0;
+  }
+  if (!made) {
     spdlog::debug("no cgroup of its own for the job: mkdir {}: {}", path, strerror(errno));
     return std::nullopt;
   }

@@ -70,6 +70,29 @@ pid_t child_of(pid_t parent) {
   return child;
 }
 
+// The cgroup v2 directory of this process (and of the clock it starts),
+// "" where the hierarchy is not mounted at its root.
+std::string own_cgroup_dir() {
+  std::string cgroup;
+  std::istringstream cgroups(read_file("/proc/self/cgroup"));
+  for (std::string line; std::getline(cgroups, line);) {
+    if (line.starts_with("0::/"))
+      cgroup = line.substr(3);
+  }
+  std::istringstream mounts(read_file("/proc/self/mountinfo"));
+  for (std::string line; !cgroup.empty() && std::getline(mounts, line);) {
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0)
+      continue;
+    std::istringstream fields(line.substr(0, dash));
+    std::string id, parent, device, root, mountpoint;
+    fields >> id >> parent >> device >> root >> mountpoint;
+    if (root == "/")
+      return mountpoint + (cgroup == "/" ? "" : cgroup);
+  }
+  return "";
+}
+
 // Whether clock can make a cgroup for its job here: its cgroup v2 directory
 // (the hierarchy mounted at its root) is writable. The same test as
 // src/run/job_cgroup.cpp's, decided at registration.
@@ -255,6 +278,31 @@ TEST_SUITE("run") {
         kill(pid, SIGKILL);
       CHECK_MESSAGE(gone, name << " process (pid " << pid << ") outlived a killed clock run");
     }
+  }
+
+  TEST_CASE(
+      "a cgroup clock-job-PID left empty by an earlier clock of the same pid (its guard killed "
+      "with it) is made anew: the job still runs in a cgroup of its own" *
+      doctest::skip(!job_cgroup_possible())) {
+    TestEnv env;
+    // The shell makes the stale directory under its own pid, then becomes
+    // clock (exec keeps the pid).
+    Command command =
+        env.clock_command({"run", "-r", "x", "--", "grep", "^0::", "/proc/self/cgroup"});
+    std::string quoted;
+    for (const auto& word : command.argv)
+      quoted += " '" + word + "'";
+    command.argv = {
+        "/bin/sh", "-c",
+        "mkdir \"$CG/clock-job-$$\" && echo \"clock-job-$$\" >\"$T_DIR/stale\" && exec" + quoted};
+    command.env["CG"] = own_cgroup_dir();
+    Result result = run(command, env.path("output"), 30s);
+    CHECK_EXIT(result, 0);
+    const std::string stale = read_file(env.path("stale"));
+    REQUIRE(!stale.empty());
+    CHECK_MESSAGE(result.out.find("/" + stale.substr(0, stale.find('\n'))) != std::string::npos,
+                  result.out);
+    CHECK(!std::filesystem::exists(own_cgroup_dir() + "/" + stale.substr(0, stale.find('\n'))));
   }
 
   TEST_CASE(
