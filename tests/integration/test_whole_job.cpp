@@ -70,62 +70,61 @@ pid_t child_of(pid_t parent) {
   return child;
 }
 
-// The cgroup v2 directory of this process (and of the clock it starts),
-// "" where the hierarchy is not mounted at its root.
-std::string own_cgroup_dir() {
-  std::string cgroup;
+// This process's cgroup v2 path ("0::/PATH") and where the hierarchy is
+// mounted at its root; both "" where there is none. The clock it starts is
+// in the same cgroup.
+struct OwnCgroup {
+  std::string path;
+  std::string mount;
+};
+
+OwnCgroup own_cgroup() {
+  OwnCgroup own;
   std::istringstream cgroups(read_file("/proc/self/cgroup"));
   for (std::string line; std::getline(cgroups, line);) {
     if (line.starts_with("0::/"))
-      cgroup = line.substr(3);
+      own.path = line.substr(3);
   }
   std::istringstream mounts(read_file("/proc/self/mountinfo"));
-  for (std::string line; !cgroup.empty() && std::getline(mounts, line);) {
+  for (std::string line; !own.path.empty() && std::getline(mounts, line);) {
     auto dash = line.find(" - ");
     if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0)
       continue;
     std::istringstream fields(line.substr(0, dash));
     std::string id, parent, device, root, mountpoint;
     fields >> id >> parent >> device >> root >> mountpoint;
-    if (root == "/")
-      return mountpoint + (cgroup == "/" ? "" : cgroup);
+    if (root == "/") {
+      own.mount = mountpoint;
+      return own;
+    }
   }
-  return "";
+  return {};
+}
+
+// The cgroup v2 directory of this process, "" where there is none.
+std::string own_cgroup_dir() {
+  OwnCgroup own = own_cgroup();
+  return own.mount.empty() ? "" : own.mount + (own.path == "/" ? "" : own.path);
 }
 
 // Whether clock can make a cgroup for its job here: its cgroup v2 directory
 // (the hierarchy mounted at its root) is writable. The same test as
 // src/run/job_cgroup.cpp's, decided at registration.
 bool job_cgroup_possible() {
-  std::string cgroup;
-  std::istringstream cgroups(read_file("/proc/self/cgroup"));
-  for (std::string line; std::getline(cgroups, line);) {
-    if (line.starts_with("0::/"))
-      cgroup = line.substr(3);
-  }
-  if (cgroup.empty())
+  OwnCgroup own = own_cgroup();
+  if (own.mount.empty())
     return false;
-  std::istringstream mounts(read_file("/proc/self/mountinfo"));
-  for (std::string line; std::getline(mounts, line);) {
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0)
-      continue;
-    std::istringstream fields(line.substr(0, dash));
-    std::string id, parent, device, root, mountpoint;
-    fields >> id >> parent >> device >> root >> mountpoint;
-    std::string dir = mountpoint + (cgroup == "/" ? "" : cgroup);
-    // Under systemd only a delegated subtree (src/run/job_cgroup.cpp).
-    bool delegated = access("/run/systemd/system", F_OK) != 0;
-    for (std::string up = cgroup; !delegated && up.size() > 1; up.erase(up.rfind('/'))) {
-      char value[8];
-      std::string at = mountpoint + up;
-      delegated = getxattr(at.c_str(), "trusted.delegate", value, sizeof value) == 1 ||
-                  getxattr(at.c_str(), "user.delegate", value, sizeof value) == 1;
-    }
-    return root == "/" && delegated && access(dir.c_str(), W_OK) == 0 &&
-           access((dir + "/cgroup.procs").c_str(), W_OK) == 0;
+  std::string dir = own_cgroup_dir();
+  // Under systemd only a delegated subtree (src/run/job_cgroup.cpp).
+  bool delegated = access("/run/systemd/system", F_OK) != 0;
+  for (std::string up = own.path; !delegated && up.size() > 1; up.erase(up.rfind('/'))) {
+    char value[8];
+    std::string at = own.mount + up;
+    delegated = getxattr(at.c_str(), "trusted.delegate", value, sizeof value) == 1 ||
+                getxattr(at.c_str(), "user.delegate", value, sizeof value) == 1;
   }
-  return false;
+  return delegated && access(dir.c_str(), W_OK) == 0 &&
+         access((dir + "/cgroup.procs").c_str(), W_OK) == 0;
 }
 
 }  // namespace
