@@ -25,20 +25,9 @@ import sys
 
 MAX_LINES = 100
 
-# The same routine under a name of its own in one dialect.
-NAMED_APART = {
-    # PostgreSQL name: (MariaDB name, why)
-    "waiter_lifetime": ("clock_acq_waiter_life_us",
-                        "MariaDB's returns microseconds (no interval type), and says so"),
-    "hierarchy_slot": ("clock_rec_slot", "the slot of a hierarchy, named before this catalogue"),
-    "lock_hierarchies": ("clock_rec_lock_slots",
-                         "MariaDB writes the slot rows where PostgreSQL row-locks them"),
-    "is_resource_name": ("clock_rec_is_name", "the name check, named before this catalogue"),
-    "record_event": ("clock_rec_lease_event",
-                     "MariaDB's takes a lease's key, not its row (no row types)"),
-    "find_cycle_links": ("clock_acq_find_cycle",
-                         "MariaDB's inlines waits_for's edges, so it is the whole search"),
-}
+# The same routine under a name of its own in one dialect: (PostgreSQL name:
+# (MariaDB name, why)). Empty: every twin goes by the naming rule above.
+NAMED_APART = {}
 
 # Routines of one dialect only, each with why the other has none.
 ONLY_POSTGRES = {
@@ -61,7 +50,7 @@ ONLY_POSTGRES = {
     "fast_path_herd": "a fast path; MariaDB has none (no shared lock on a slot row)",
     "fast_path_free": "a fast path; MariaDB has none (one path under exclusive slot rows)",
     "release_fast_path": "it saves notify_heads, which MariaDB (no NOTIFY) never runs",
-    "waits_for": "MariaDB's functions cannot return a table: clock_acq_find_cycle has its query",
+    "waits_for": "MariaDB's functions cannot return a table: clock_acq_find_cycle_links has its query",
     "log_success": "a trigger; MariaDB's clock_rec_success writes that log itself",
 }
 ONLY_MARIADB = {

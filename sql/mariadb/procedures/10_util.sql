@@ -21,7 +21,7 @@ CREATE OR REPLACE FUNCTION clock_acq_related(p_a VARBINARY(255), p_b VARBINARY(2
 -- How long a queue entry lives without a refresh, in microseconds: its
 -- request TTL clamped to 1..30 s, 30 s for --ttl 0 (waiter_lifetime() on
 -- PostgreSQL, store::waiter_lifetime for SQLite).
-CREATE OR REPLACE FUNCTION clock_acq_waiter_life_us(p_ttl_ms BIGINT)
+CREATE OR REPLACE FUNCTION clock_acq_waiter_lifetime(p_ttl_ms BIGINT)
   RETURNS BIGINT DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN IF(p_ttl_ms IS NULL OR p_ttl_ms = 0, 30000000,
             LEAST(GREATEST(p_ttl_ms, 1000), 30000) * 1000);
@@ -115,8 +115,8 @@ BEGIN
                    OR (resource > CONCAT(v_root, _binary '.')
                        AND resource < CONCAT(v_root, _binary '/')))
               AND clock_acq_related(resource, p_resource)) DO
-    CALL clock_rec_lease_event('expired', g.expires_us, p_namespace, g.resource, g.owner, NULL,
-                               g.expires_us - g.acquired_us, '');
+    CALL clock_rec_event('expired', g.expires_us, p_namespace, g.resource, g.owner, NULL,
+                         g.expires_us - g.acquired_us, '');
     DELETE FROM leases
     WHERE namespace = p_namespace AND resource = g.resource AND owner = g.owner;
     SET p_count = p_count + 1;

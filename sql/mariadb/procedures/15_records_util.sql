@@ -21,14 +21,15 @@
 -- resource hierarchy (a namespace and a first segment), as PostgreSQL's
 -- hierarchy_slot(): any stable hash will do as long as the acquire side uses
 -- the same one (it must: renewals and releases take turns with grants on it).
-CREATE OR REPLACE FUNCTION clock_rec_slot(p_namespace VARBINARY(255), p_root VARBINARY(255))
+CREATE OR REPLACE FUNCTION clock_rec_hierarchy_slot(p_namespace VARBINARY(255),
+                                                    p_root VARBINARY(255))
   RETURNS INT DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN CRC32(CONCAT(p_namespace, _binary 0x0a, p_root)) & 16383;
 
 -- The resource name rule (man clock, DESCRIPTION): dotted segments of [A-Za-z0-9_-]+, at
 -- most 16, at most 255 bytes (lock::Resource::parse). No backslash in the
 -- pattern, so the NO_BACKSLASH_ESCAPES sql_mode cannot change it.
-CREATE OR REPLACE FUNCTION clock_rec_is_name(p_name VARBINARY(1024))
+CREATE OR REPLACE FUNCTION clock_rec_is_resource_name(p_name VARBINARY(1024))
   RETURNS BOOLEAN DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN p_name IS NOT NULL AND LENGTH(p_name) <= 255
          AND CONVERT(p_name USING latin1) REGEXP '^[A-Za-z0-9_-]+([.][A-Za-z0-9_-]+){0,15}$';
@@ -71,7 +72,7 @@ BEGIN
   END IF;
   SET v_message = (SELECT CONCAT('invalid resource name ', QUOTE(LEFT(COALESCE(t.r, 'null'), 64)))
                    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
-                   WHERE NOT clock_rec_is_name(CAST(t.r AS BINARY)) LIMIT 1);
+                   WHERE NOT clock_rec_is_resource_name(CAST(t.r AS BINARY)) LIMIT 1);
   IF v_message IS NOT NULL THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
   END IF;
@@ -106,12 +107,13 @@ CREATE OR REPLACE FUNCTION clock_rec_owner(p_owner VARCHAR(64))
 -- a time in slot order, so that two calls never wait for each other in a
 -- cycle; held until the transaction ends (docs/internals/mariadb.md: the slot row is
 -- written first).
-CREATE OR REPLACE PROCEDURE clock_rec_lock_slots(IN p_namespace VARBINARY(255),
-                                                 IN p_resources LONGTEXT)
+CREATE OR REPLACE PROCEDURE clock_rec_lock_hierarchies(IN p_namespace VARBINARY(255),
+                                                       IN p_resources LONGTEXT)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
-  FOR s IN (SELECT DISTINCT clock_rec_slot(p_namespace,
-                                           SUBSTRING_INDEX(CAST(t.r AS BINARY), '.', 1)) AS slot
+  FOR s IN (SELECT DISTINCT
+              clock_rec_hierarchy_slot(p_namespace, SUBSTRING_INDEX(CAST(t.r AS BINARY), '.', 1))
+                AS slot
             FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
             ORDER BY slot) DO
     UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = s.slot;
@@ -180,7 +182,7 @@ END;
 -- the end of a lease (released, forced, expired, lost) keeps what its holder
 -- reported its command left running (leases.leftovers, clock_note_leftovers).
 -- db_user is USER(), the login (a DEFINER procedure does not change it).
-CREATE OR REPLACE PROCEDURE clock_rec_lease_event(
+CREATE OR REPLACE PROCEDURE clock_rec_event(
   IN p_event VARCHAR(16), IN p_at BIGINT, IN p_namespace VARBINARY(255),
   IN p_resource VARBINARY(255), IN p_owner CHAR(36) CHARACTER SET ascii, IN p_token BIGINT,
   IN p_held_for_us BIGINT, IN p_forced_by VARCHAR(512))

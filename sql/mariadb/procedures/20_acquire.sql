@@ -36,7 +36,7 @@
 --
 -- How one CALL serialises with the others (docs/internals/mariadb.md): READ
 -- COMMITTED for its one transaction; the slot rows of the request's
--- hierarchies (clock_rec_slot, the same slots as renew and release) written
+-- hierarchies (clock_rec_hierarchy_slot, the same slots as renew and release) written
 -- first, in slot order, so two calls never wait for each other in a cycle;
 -- then clock_now_us() read once; every read is a plain SELECT (INTO or a FOR
 -- loop), which takes no row locks at READ COMMITTED and sees all that the
@@ -92,7 +92,7 @@ BEGIN
   END IF;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();  -- after the slot rows: one reading per call
   -- On a Galera node whose clock may run ahead of the node that wrote a
   -- lease, a lease counts as expired only a margin past its expiry.
@@ -186,8 +186,8 @@ BEGIN
       -- lock, and another caller naming the same owner id with another
       -- secret may have committed this lease since.
       IF NOT clock_rec_proves(v_hash, p_secret) THEN
-        CALL clock_rec_lease_event('refused', p_now, p_namespace, v_resource, p_owner, NULL,
-                                   NULL, COALESCE(p_by, ''));
+        CALL clock_rec_event('refused', p_now, p_namespace, v_resource, p_owner, NULL,
+                             NULL, COALESCE(p_by, ''));
         SET p_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(p_now AS SIGNED),
                                    'resource', CONVERT(v_resource USING utf8mb4));
         LEAVE each_resource;
@@ -294,8 +294,8 @@ BEGIN
               p_now, p_now, v_expires, p_ttl_ms * 1000, COALESCE(p_host, ''),
               COALESCE(p_ip, ''), COALESCE(p_pid, 0), COALESCE(p_user, ''),
               COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER());
-      CALL clock_rec_lease_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL,
-                                 NULL, '');
+      CALL clock_rec_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL,
+                           NULL, '');
     END IF;
     SELECT token, depth INTO v_token, v_depth FROM leases
     WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;

@@ -6,7 +6,7 @@
 -- (clock_leave_queue, 30_renew_release.sql) or, once it lapses, whoever
 -- meets it. A later conflicting request never overtakes a live earlier
 -- entry (clock_acq_decide, 21_decide.sql). Entry lifetime:
--- clock_acq_waiter_life_us (10_util.sql).
+-- clock_acq_waiter_lifetime (10_util.sql).
 --
 -- Queue order is the AUTO_INCREMENT position: every insert into a
 -- hierarchy's queue happens under its slot row and commits before the row
@@ -24,7 +24,7 @@ CREATE OR REPLACE PROCEDURE clock_acq_enqueue(
   IN p_command TEXT, IN p_started BIGINT, IN p_now BIGINT, IN p_secret TEXT CHARACTER SET utf8mb4)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
-  DECLARE v_life BIGINT DEFAULT clock_acq_waiter_life_us(p_ttl_ms);
+  DECLARE v_life BIGINT DEFAULT clock_acq_waiter_lifetime(p_ttl_ms);
   DECLARE v_i INT DEFAULT 0;
   DECLARE v_resource VARBINARY(255);
   DECLARE v_found BOOLEAN;

@@ -21,7 +21,7 @@
 -- "resource"}…], the requester first, each owner waiting for the resource
 -- held or queued for by the next link owner (the last one by the
 -- requester's), as store::describe(Cycle) words it; NULL if there is none.
-CREATE OR REPLACE PROCEDURE clock_acq_find_cycle(
+CREATE OR REPLACE PROCEDURE clock_acq_find_cycle_links(
   IN p_owner CHAR(36) CHARACTER SET ascii, IN p_host VARCHAR(255), IN p_blockers LONGTEXT,
   IN p_now BIGINT, OUT p_cycle LONGTEXT)
   READS SQL DATA SQL SECURITY INVOKER
@@ -121,7 +121,7 @@ BEGIN
   END WHILE search;
 END;
 
--- The deadlock search of a blocked request (p_cycle as clock_acq_find_cycle
+-- The deadlock search of a blocked request (p_cycle as clock_acq_find_cycle_links
 -- gives it, or NULL), only where a cycle can close: the first blocked
 -- attempt of a request (re-attempts of a queued request skip it), by an
 -- owner others can be waiting for (a live lease or queue entry), as
@@ -145,6 +145,6 @@ BEGIN
     -- rows; searches (and the enqueue after them, until commit) take turns
     -- on slot -1, so the second sees the first's entry.
     UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = -1;
-    CALL clock_acq_find_cycle(p_owner, p_host, p_blockers, p_now, p_cycle);
+    CALL clock_acq_find_cycle_links(p_owner, p_host, p_blockers, p_now, p_cycle);
   END IF;
 END;

@@ -9,7 +9,7 @@
 -- Each CALL is one transaction: an EXIT HANDLER rolls everything back and
 -- re-raises, READ COMMITTED for the one transaction (SET TRANSACTION, no
 -- session state), the hierarchy slot rows written first in slot order
--- (clock_rec_lock_slots), then clock_now_us(), the owner's lease rows locked
+-- (clock_rec_lock_hierarchies), then clock_now_us(), the owner's lease rows locked
 -- FOR UPDATE, COMMIT, then the one result row. Holding the slot rows orders
 -- every renewal and release with every grant of the hierarchy, as the row
 -- locks of hierarchy_locks do on PostgreSQL.
@@ -103,23 +103,23 @@ BEGIN
       SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
       IF p_record_losses THEN
-        CALL clock_rec_lease_event('lost', p_now, p_namespace, v_resource, p_owner, v_token,
-                                   NULL, '');
+        CALL clock_rec_event('lost', p_now, p_namespace, v_resource, p_owner, v_token,
+                             NULL, '');
       END IF;
     ELSEIF v_lease_expires <= p_now THEN
       SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
       IF p_record_losses THEN
-        CALL clock_rec_lease_event('lost', p_now, p_namespace, v_resource, p_owner, NULL,
-                                   v_lease_expires - v_lease_acquired, '');
+        CALL clock_rec_event('lost', p_now, p_namespace, v_resource, p_owner, NULL,
+                             v_lease_expires - v_lease_acquired, '');
         DELETE FROM leases
         WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
       END IF;
     ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
       SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
-      CALL clock_rec_lease_event('refused', p_now, p_namespace, v_resource, p_owner, NULL, NULL,
-                                 COALESCE(p_by, ''));
+      CALL clock_rec_event('refused', p_now, p_namespace, v_resource, p_owner, NULL, NULL,
+                           COALESCE(p_by, ''));
     END IF;
     SET v_i = v_i + 1;
   END WHILE;
@@ -158,7 +158,7 @@ BEGIN
   END IF;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();
   SET v_expires = IF(p_ttl_ms = 0, NULL, v_now + p_ttl_ms * 1000);
   -- The owner's proof first: nothing is renewed, lost or removed in the
@@ -202,7 +202,7 @@ END;
 -- p_resources the processes its command left running (p_leftovers: a JSON
 -- array of {"pid", "command", "fate"}, kept as given; NULL or [] clears
 -- it), which clock_status_rows shows and the end of the lease copies into
--- history (clock_rec_lease_event, clock_force_release). In the owner's
+-- history (clock_rec_event, clock_force_release). In the owner's
 -- name, as clock_renew: when p_secret does not prove the owner id nothing
 -- changes but history ('refused' with p_by) and every resource is refused
 -- as 'not_proven'; a lease gone, expired or under another token than
@@ -249,7 +249,7 @@ BEGIN
   SET v_leftovers = IF(COALESCE(JSON_LENGTH(p_leftovers), 0) = 0, NULL, p_leftovers);
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();
   CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
   IF v_refuses THEN
@@ -325,7 +325,7 @@ BEGIN
   SET v_count = JSON_LENGTH(p_resources);
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();
   WHILE v_i < v_count DO
     SET v_resource = clock_rec_nth(p_resources, v_i);
@@ -345,16 +345,16 @@ BEGIN
         'resource', CONVERT(v_resource USING utf8mb4),
         'reason', IF(v_other_holds, 'other_owner', 'not_held')));
     ELSEIF v_lease_expires <= v_now THEN
-      CALL clock_rec_lease_event('expired', v_lease_expires, p_namespace, v_resource, v_owner,
-                                 NULL, v_lease_expires - v_lease_acquired, '');
+      CALL clock_rec_event('expired', v_lease_expires, p_namespace, v_resource, v_owner,
+                           NULL, v_lease_expires - v_lease_acquired, '');
       DELETE FROM leases
       WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
     ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
       -- Changes nothing but history: the holder keeps its lease.
-      CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
-                                 COALESCE(p_by, ''));
+      CALL clock_rec_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
+                           COALESCE(p_by, ''));
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
     ELSEIF v_lease_depth > 1 THEN
@@ -363,7 +363,7 @@ BEGIN
       SET v_released = JSON_ARRAY_APPEND(v_released, '$', JSON_OBJECT(
         'resource', CONVERT(v_resource USING utf8mb4), 'remaining_depth', v_lease_depth - 1));
     ELSE
-      CALL clock_rec_lease_event('released', v_now, p_namespace, v_resource, v_owner, NULL,
+      CALL clock_rec_event('released', v_now, p_namespace, v_resource, v_owner, NULL,
         v_now - v_lease_acquired,
         IF(v_lease_host = p_host AND JSON_CONTAINS(p_lineage, CAST(v_lease_pid AS CHAR)), '',
            COALESCE(p_by, '')));
@@ -409,7 +409,7 @@ BEGIN
   SET v_count = JSON_LENGTH(p_resources);
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();
   WHILE v_i < v_count DO
     SET v_resource = clock_rec_nth(p_resources, v_i);
@@ -463,7 +463,7 @@ BEGIN
   END IF;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
   IF v_refuses THEN
     CALL clock_rec_refused(clock_now_us(), p_namespace, p_resources, v_owner, NULL, NULL, NULL,

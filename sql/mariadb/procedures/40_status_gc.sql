@@ -215,7 +215,7 @@ BEGIN
               WHERE expires_us <= v_judged
               ORDER BY expires_us LIMIT v_batch
               FOR UPDATE SKIP LOCKED) DO
-      CALL clock_rec_lease_event('expired', g.expires_us, g.namespace, g.resource, g.owner, NULL,
+      CALL clock_rec_event('expired', g.expires_us, g.namespace, g.resource, g.owner, NULL,
         (SELECT g.expires_us - acquired_us FROM leases
          WHERE namespace = g.namespace AND resource = g.resource AND owner = g.owner), '');
       DELETE FROM leases

@@ -4,7 +4,7 @@
 -- from history, so gc's pruning never makes clock_runs_total go down. On
 -- PostgreSQL a trigger on history counts (50_run_counts.sql there); here
 -- the procedure that writes a counted history row also counts it, in the
--- same transaction (clock_rec_count_run, clock_rec_lease_event and
+-- same transaction (clock_rec_count_run, clock_rec_event and
 -- clock_rec_missed in 15_records_util.sql): one place writes both, as
 -- docs/internals/mariadb.md decides. So every procedure that inserts history rows of
 -- the counted outcomes ('acquired', 'skipped', 'timed_out', 'lost',

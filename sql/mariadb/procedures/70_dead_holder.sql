@@ -50,7 +50,7 @@ BEGIN
   END IF;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, p_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();
   CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
   IF v_refuses THEN
@@ -77,8 +77,8 @@ BEGIN
       ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
         SET v_lost = JSON_ARRAY_APPEND(v_lost, '$',
           JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
-        CALL clock_rec_lease_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
-                                   COALESCE(p_by, ''));
+        CALL clock_rec_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
+                             COALESCE(p_by, ''));
       END IF;
       SET v_i = v_i + 1;
     END WHILE;
@@ -156,7 +156,7 @@ BEGIN
   END IF;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
-  CALL clock_rec_lock_slots(p_namespace, v_resources);
+  CALL clock_rec_lock_hierarchies(p_namespace, v_resources);
   SET v_now = clock_now_us();
   SELECT acquired_us INTO v_acquired FROM leases
   WHERE namespace = p_namespace AND resource = p_resource AND owner = v_owner
@@ -164,8 +164,8 @@ BEGIN
     AND pid = p_pid AND holder_pid_start = p_pid_start
   FOR UPDATE;
   IF v_found THEN
-    CALL clock_rec_lease_event('expired', v_now, p_namespace, p_resource, v_owner, NULL,
-                               v_now - v_acquired, COALESCE(p_by, ''));
+    CALL clock_rec_event('expired', v_now, p_namespace, p_resource, v_owner, NULL,
+                         v_now - v_acquired, COALESCE(p_by, ''));
     DELETE FROM leases
     WHERE namespace = p_namespace AND resource = p_resource AND owner = v_owner;
     SET v_ended = 1;
