@@ -53,12 +53,15 @@
 -- clock_acq_reentry_refused, a done --once-per period (clock_acq_period_done,
 -- clock_acq_skip_done_period) and clock_acq_grant_all (below).
 --
--- Differences from PostgreSQL: no fast paths (24_fast_paths.sql there):
--- every request takes this one general path, under its slot rows written
--- exclusively (PostgreSQL's fast path 3 queues a herd under a shared lock);
--- no NOTIFY (waiters poll); -n does not use NOWAIT on the slot rows (a
--- hierarchy held by a long transaction of another program is waited for up
--- to innodb_lock_wait_timeout, error 1205, which the store retries).
+-- Differences from PostgreSQL: of its fast paths (24_fast_paths.sql) only
+-- fast path 0, a queued request's re-attempt answered without the slot row
+-- (24_fast_paths.sql here); every other request takes the general path,
+-- clock_acq_acquire_general below, under its slot rows written exclusively
+-- (PostgreSQL's fast path 3 queues a herd under a shared lock, which Galera
+-- would not see); no NOTIFY (waiters poll); -n does not use NOWAIT on the
+-- slot rows (a hierarchy held by a long transaction of another program is
+-- waited for up to innodb_lock_wait_timeout, error 1205, which the store
+-- retries).
 CREATE OR REPLACE PROCEDURE clock_try_acquire(
   IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_mode VARCHAR(16),
   IN p_slots INT, IN p_owner VARCHAR(64), IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(255),
@@ -70,17 +73,7 @@ CREATE OR REPLACE PROCEDURE clock_try_acquire(
   COMMENT 'clock: one attempt at taking every resource of a request (PostgreSQL try_acquire())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
-  DECLARE v_refuses BOOLEAN;
-  DECLARE v_now BIGINT;
-  DECLARE v_judged BIGINT;     -- the instant other leases are judged expired at
-  DECLARE v_verdicts LONGTEXT;
-  DECLARE v_leases LONGTEXT;
-  DECLARE v_waiters LONGTEXT;
-  DECLARE v_blockers LONGTEXT;
-  DECLARE v_cycle LONGTEXT;
-  DECLARE v_done LONGTEXT;
-  DECLARE v_result LONGTEXT;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  DECLARE v_result LONGTEXT DEFAULT NULL;
   CALL clock_rec_check_names(p_namespace, p_resources);
   CALL clock_rec_check_command(p_command);
   SET v_owner = clock_rec_owner(p_owner);
@@ -90,6 +83,50 @@ BEGIN
     SIGNAL SQLSTATE '22023'
       SET MESSAGE_TEXT = 'try_acquire: invalid mode, slots, ttl, owner or request id';
   END IF;
+  IF JSON_LENGTH(p_resources) = 1 AND p_queue AND p_mode = 'exclusive' AND p_slots = 0 THEN
+    CALL clock_acq_fast_path_waiting(p_namespace, clock_rec_nth(p_resources, 0), v_owner,
+                                     p_ttl_ms, p_request_id, p_secret, p_expiry_margin_ms,
+                                     v_result);
+  END IF;
+  IF v_result IS NULL THEN
+    CALL clock_acq_acquire_general(p_namespace, p_resources, p_mode, p_slots, v_owner, p_ttl_ms,
+                                   p_request_id, p_queue, p_host, p_ip, p_pid, p_user, p_command,
+                                   p_started, p_record_refusal, p_secret, p_by, p_once_per_ms,
+                                   p_expiry_margin_ms, v_result);
+  END IF;
+  SELECT v_result AS try_acquire;
+END;
+
+-- The general path of clock_try_acquire (acquire_general() on PostgreSQL),
+-- for any request, with its arguments checked and the owner id parsed:
+-- p_result is try_acquire's reply. Under the request's slot rows, each
+-- resource's expired related leases are removed and its verdict taken
+-- (clock_acq_decide_all, 21_decide.sql); a blocked request is searched for
+-- a deadlock (clock_acq_search_deadlock, 23_deadlock.sql) and otherwise
+-- queued or, with -n, recorded as skipped (clock_acq_queue_blocked,
+-- 22_queue.sql); a grantable one is checked for the owner's proof on
+-- re-entry and for a done --once-per period, then granted, all or none
+-- (clock_acq_grant_all).
+CREATE OR REPLACE PROCEDURE clock_acq_acquire_general(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
+  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
+  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT, IN p_record_refusal BOOLEAN,
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_once_per_ms BIGINT,
+  IN p_expiry_margin_ms BIGINT, OUT p_result LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_refuses BOOLEAN;
+  DECLARE v_now BIGINT;
+  DECLARE v_judged BIGINT;     -- the instant other leases are judged expired at
+  DECLARE v_verdicts LONGTEXT;
+  DECLARE v_leases LONGTEXT;
+  DECLARE v_waiters LONGTEXT;
+  DECLARE v_blockers LONGTEXT;
+  DECLARE v_cycle LONGTEXT;
+  DECLARE v_done LONGTEXT;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  SET p_result = NULL;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
@@ -101,40 +138,40 @@ BEGIN
   -- The owner proof first: an id bound to another secret is granted
   -- nothing, queued nowhere and keeps its queue entries; recorded with who
   -- asked.
-  CALL clock_rec_owner_refuses(v_owner, p_secret, v_refuses);
+  CALL clock_rec_owner_refuses(p_owner, p_secret, v_refuses);
   IF v_refuses THEN
-    CALL clock_rec_refused(v_now, p_namespace, p_resources, v_owner, p_mode, p_host, p_ip, p_pid,
+    CALL clock_rec_refused(v_now, p_namespace, p_resources, p_owner, p_mode, p_host, p_ip, p_pid,
                            p_user, p_command, p_by);
-    SET v_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(v_now AS SIGNED),
+    SET p_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(v_now AS SIGNED),
                                'resource', JSON_VALUE(p_resources, '$[0]'));
   ELSE
     main: BEGIN
-      CALL clock_acq_decide_all(p_namespace, p_resources, p_mode, p_slots, v_owner, p_request_id,
-                                v_judged, v_now, v_verdicts, v_result, v_leases, v_waiters,
+      CALL clock_acq_decide_all(p_namespace, p_resources, p_mode, p_slots, p_owner, p_request_id,
+                                v_judged, v_now, v_verdicts, p_result, v_leases, v_waiters,
                                 v_blockers);
-      IF v_result IS NOT NULL THEN
+      IF p_result IS NOT NULL THEN
         LEAVE main;
       END IF;
 
       IF JSON_LENGTH(v_blockers) > 0 THEN
-        CALL clock_acq_search_deadlock(v_owner, p_request_id, p_host, v_blockers, v_now, v_cycle);
+        CALL clock_acq_search_deadlock(p_owner, p_request_id, p_host, v_blockers, v_now, v_cycle);
         IF v_cycle IS NOT NULL THEN
           -- Not queued, and out of the queue: the others can proceed.
-          CALL clock_acq_dequeue(p_namespace, p_resources, v_owner);
-          SET v_result = JSON_OBJECT('outcome', 'deadlock', 'now', CAST(v_now AS SIGNED),
+          CALL clock_acq_dequeue(p_namespace, p_resources, p_owner);
+          SET p_result = JSON_OBJECT('outcome', 'deadlock', 'now', CAST(v_now AS SIGNED),
                                      'cycle', JSON_EXTRACT(v_cycle, '$'));
           LEAVE main;
         END IF;
-        CALL clock_acq_queue_blocked(p_namespace, p_resources, p_mode, p_slots, v_owner, p_ttl_ms,
+        CALL clock_acq_queue_blocked(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                      p_request_id, p_queue, p_host, p_ip, p_pid, p_user,
                                      p_command, p_started, p_record_refusal, p_secret, v_leases,
-                                     v_waiters, v_now, v_result);
+                                     v_waiters, v_now, p_result);
         LEAVE main;
       END IF;
 
-      CALL clock_acq_reentry_refused(p_namespace, p_resources, v_verdicts, v_owner, p_secret,
-                                     p_by, v_now, v_result);
-      IF v_result IS NOT NULL THEN
+      CALL clock_acq_reentry_refused(p_namespace, p_resources, v_verdicts, p_owner, p_secret,
+                                     p_by, v_now, p_result);
+      IF p_result IS NOT NULL THEN
         LEAVE main;
       END IF;
 
@@ -143,20 +180,19 @@ BEGIN
       IF p_once_per_ms IS NOT NULL AND NOT JSON_CONTAINS(v_verdicts, '"again"') THEN
         CALL clock_acq_period_done(p_namespace, p_resources, p_once_per_ms, v_now, v_done);
         IF v_done IS NOT NULL THEN
-          CALL clock_acq_skip_done_period(v_done, p_namespace, p_resources, v_now, v_owner,
+          CALL clock_acq_skip_done_period(v_done, p_namespace, p_resources, v_now, p_owner,
                                           p_mode, p_host, p_ip, p_pid, p_user, p_command,
-                                          v_result);
+                                          p_result);
           LEAVE main;
         END IF;
       END IF;
 
-      CALL clock_acq_grant_all(p_namespace, p_resources, v_verdicts, p_mode, p_slots, v_owner,
+      CALL clock_acq_grant_all(p_namespace, p_resources, v_verdicts, p_mode, p_slots, p_owner,
                                p_ttl_ms, p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                               p_started, p_secret, v_now, v_result);
+                               p_started, p_secret, v_now, p_result);
     END main;
   END IF;
   COMMIT;
-  SELECT v_result AS try_acquire;
 END;
 
 -- Re-entering joins a lease: only its owner may, proven by the secret. Of

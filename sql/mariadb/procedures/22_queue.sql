@@ -108,3 +108,72 @@ BEGIN
     SET v_i = v_i + 1;
   END WHILE;
 END;
+
+-- What stands in the way of a queued exclusive request of one resource,
+-- for fast path 0's blocked reply (in_the_way() on PostgreSQL): p_way is
+-- {"leases": the live related leases of other owners by token, "ahead":
+-- how many live related queue entries of other owners come before position
+-- p_mine, counted up to 64, "waiters": the first of them}, not the whole
+-- queue: a herd's re-attempts would each cost the queue's length. Live as
+-- judged at p_now. Plain SELECTs: at READ COMMITTED they take no row locks.
+CREATE OR REPLACE PROCEDURE clock_acq_in_the_way(
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_mine BIGINT, IN p_now BIGINT,
+  OUT p_way LONGTEXT)
+  READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_root VARBINARY(255) DEFAULT SUBSTRING_INDEX(p_resource, '.', 1);
+  DECLARE v_leases LONGTEXT DEFAULT '[]';
+  DECLARE v_first LONGTEXT DEFAULT NULL;
+  DECLARE v_ahead INT DEFAULT 0;
+  DECLARE v_command TEXT;
+  -- A row read by its key may have gone since (nothing is locked): then
+  -- its command is NULL, or the first entry ahead is left out.
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_command = NULL;
+  -- The hierarchy is the root and the keys strictly between 'root.' and
+  -- 'root/' (as clock_acq_decide reads it); the command of a lease is read
+  -- by its key (the FOR loop's copy leaves TEXT out).
+  FOR l IN (SELECT namespace, resource, owner, mode, slots, token, depth, acquired_us, renewed_us,
+                   expires_us, host, ip, pid, user_name, owner_started_us FROM leases
+            WHERE namespace = p_namespace AND owner <> p_owner
+              AND (expires_us IS NULL OR expires_us > p_now)
+              AND (resource = v_root
+                   OR (resource > CONCAT(v_root, _binary '.')
+                       AND resource < CONCAT(v_root, _binary '/')))
+              AND clock_acq_related(resource, p_resource)
+            ORDER BY token) DO
+    SET v_command = NULL;
+    SELECT command INTO v_command FROM leases
+    WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
+    SET v_leases = JSON_ARRAY_APPEND(v_leases, '$', JSON_EXTRACT(
+      clock_acq_lease_json(l.namespace, l.resource, l.owner, l.mode, l.slots, l.token, l.depth,
+                           l.acquired_us, l.renewed_us, l.expires_us, p_now, l.host, l.ip,
+                           l.pid, l.user_name, v_command, l.owner_started_us), '$'));
+  END FOR;
+  SELECT COUNT(*) INTO v_ahead
+  FROM (SELECT 1 FROM waiters
+        WHERE namespace = p_namespace AND owner <> p_owner AND expires_us > p_now
+          AND position < p_mine
+          AND (resource = v_root
+               OR (resource > CONCAT(v_root, _binary '.')
+                   AND resource < CONCAT(v_root, _binary '/')))
+          AND clock_acq_related(resource, p_resource)
+        LIMIT 64) AS ahead;
+  IF v_ahead > 0 THEN
+    SELECT clock_acq_waiter_json(namespace, resource, owner, mode, slots, position, enqueued_us,
+                                 expires_us, host, ip, pid, user_name, command, owner_started_us)
+    INTO v_first
+    FROM waiters
+    WHERE namespace = p_namespace AND owner <> p_owner AND expires_us > p_now
+      AND position < p_mine
+      AND (resource = v_root
+           OR (resource > CONCAT(v_root, _binary '.')
+               AND resource < CONCAT(v_root, _binary '/')))
+      AND clock_acq_related(resource, p_resource)
+    ORDER BY position LIMIT 1;
+  END IF;
+  SET p_way = JSON_OBJECT('leases', JSON_EXTRACT(v_leases, '$'),
+                          'ahead', CAST(v_ahead AS SIGNED),
+                          'waiters', JSON_EXTRACT(IF(v_first IS NULL, '[]',
+                                                     CONCAT('[', v_first, ']')), '$'));
+END;
