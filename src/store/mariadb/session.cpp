@@ -112,7 +112,7 @@ std::optional<std::int64_t> Session::expiry_margin() {
 }
 
 void Session::blocked(const AcquireReply& reply, const lock::OwnerId&) {
-  m_pace.blocked(reply.attempt, reply.next_expiry_in);
+  m_pace.blocked(reply.attempt, reply.mine, reply.next_expiry_in);
 }
 
 // MariaDB's routines wait out a row lock within innodb_lock_wait_timeout

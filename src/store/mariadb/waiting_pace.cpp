@@ -9,7 +9,8 @@ namespace clk::store::mariadb {
 
 using namespace std::chrono;
 
-void WaitingPace::blocked(const Attempt& attempt, std::optional<microseconds> next_expiry_in) {
+void WaitingPace::blocked(const Attempt& attempt, std::optional<std::int64_t> mine,
+                          std::optional<microseconds> next_expiry_in) {
   int ahead = 0;
   if (attempt.waiters_ahead) {
     ahead = *attempt.waiters_ahead;
@@ -23,6 +24,8 @@ void WaitingPace::blocked(const Attempt& attempt, std::optional<microseconds> ne
   std::optional<std::int64_t> front;
   if (!attempt.blocking_waiters.empty())
     front = attempt.blocking_waiters.front().position;
+  if (ahead >= k_waiters_ahead_counted && mine && front && *mine > *front)
+    ahead = static_cast<int>(std::min<std::int64_t>(*mine - *front, 1'000'000));
   m_unmoved = front && front == m_front ? m_unmoved + 1 : 0;
   m_front = front;
   m_ahead = ahead;

@@ -22,9 +22,13 @@ class WaitingPace {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // What a blocked attempt said: the waiters ahead, and how long until the
-  // first lease or queue entry in the way expires (none: never).
-  void blocked(const Attempt& attempt, std::optional<std::chrono::microseconds> next_expiry_in);
+  // What a blocked attempt said: the waiters ahead, the caller's own queue
+  // position where the reply names it (a re-attempt's fast path counts those
+  // ahead only up to k_waiters_ahead_counted: past it, how far back in
+  // positions), and how long until the first lease or queue entry in the way
+  // expires (none: never).
+  void blocked(const Attempt& attempt, std::optional<std::int64_t> mine,
+               std::optional<std::chrono::microseconds> next_expiry_in);
 
   // How long to wait before the next attempt.
   Clock::duration next_look(Clock::time_point now);
