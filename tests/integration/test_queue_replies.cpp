@@ -1,7 +1,9 @@
-// A queued request's re-attempt on a server (fast path 0, 24_fast_paths.sql
-// in both dialects): answered blocked with the first queue entry ahead, how
-// many entries are ahead and the caller's own position, not the whole queue,
-// so that a long queue's polls each cost a few statements. Raw calls of this
+// A queued request's attempts on a server: its re-attempts (fast path 0,
+// 24_fast_paths.sql in both dialects) and, in a herd, its first attempt
+// (fast path 3 on PostgreSQL, clock_acq_queue_behind on MariaDB) are answered
+// blocked with the first queue entry ahead, how many entries are ahead and
+// the caller's own position, not the whole queue, so that each costs a few
+// statements however long the queue. Raw calls of this
 // release's try_acquire as the server's superuser, on PostgreSQL and MariaDB.
 #include <string>
 #include <vector>
@@ -53,7 +55,7 @@ std::string owner_id(int n) {
 
 TEST_SUITE("queue replies") {
   TEST_CASE(
-      "a queued request's re-attempt names the first entry ahead, how many are ahead and its "
+      "a queued request's attempts name the first entry ahead, how many are ahead and their "
       "own place" *
       server::only_on_servers()) {
     TestEnv env;
@@ -75,6 +77,16 @@ TEST_SUITE("queue replies") {
     CHECK(again["waiters"][0]["owner"] == owner_id(2));
     REQUIRE(again["mine"].is_number_integer());
     CHECK(again["mine"].get<long long>() > again["waiters"][0]["position"].get<long long>());
+
+    // A newcomer's first attempt: queued behind the three, told the same way.
+    json newcomer = try_acquire(env, owner_id(5), "wait-5");
+    INFO(newcomer.dump());
+    CHECK(newcomer["outcome"] == "blocked");
+    CHECK(newcomer["ahead"] == 3);
+    REQUIRE(newcomer["waiters"].size() == 1);
+    CHECK(newcomer["waiters"][0]["owner"] == owner_id(2));
+    REQUIRE(newcomer["mine"].is_number_integer());
+    CHECK(newcomer["mine"].get<long long>() > again["mine"].get<long long>());
 
     // The first in the queue has nobody ahead: only the lease is in its way.
     json front = try_acquire(env, owner_id(2), "wait-2");

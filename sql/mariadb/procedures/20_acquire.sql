@@ -146,6 +146,15 @@ BEGIN
                                'resource', JSON_VALUE(p_resources, '$[0]'));
   ELSE
     main: BEGIN
+      -- A herd's first attempts at a busy resource: queued without a walk
+      -- of the whole queue (22_queue.sql).
+      CALL clock_acq_queue_behind(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                                  p_request_id, p_queue, p_host, p_ip, p_pid, p_user, p_command,
+                                  p_started, p_secret, v_now, v_judged, p_result);
+      IF p_result IS NOT NULL THEN
+        LEAVE main;
+      END IF;
+
       CALL clock_acq_decide_all(p_namespace, p_resources, p_mode, p_slots, p_owner, p_request_id,
                                 v_judged, v_now, v_verdicts, p_result, v_leases, v_waiters,
                                 v_blockers);

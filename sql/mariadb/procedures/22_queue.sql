@@ -110,11 +110,12 @@ BEGIN
 END;
 
 -- What stands in the way of a queued exclusive request of one resource,
--- for fast path 0's blocked reply (in_the_way() on PostgreSQL): p_way is
--- {"leases": the live related leases of other owners by token, "ahead":
--- how many live related queue entries of other owners come before position
--- p_mine, counted up to 64, "waiters": the first of them}, not the whole
--- queue: a herd's re-attempts would each cost the queue's length. Live as
+-- for the blocked replies of fast path 0 and clock_acq_queue_behind
+-- (in_the_way() on PostgreSQL): p_way is {"leases": the live related
+-- leases of other owners by token, "ahead": how many live related queue
+-- entries of other owners come before position p_mine (all of them when it
+-- is NULL), counted up to 64, "waiters": the first of them}, not the whole
+-- queue: a herd's attempts would each cost the queue's length. Live as
 -- judged at p_now. Plain SELECTs: at READ COMMITTED they take no row locks.
 CREATE OR REPLACE PROCEDURE clock_acq_in_the_way(
   IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
@@ -153,7 +154,7 @@ BEGIN
   SELECT COUNT(*) INTO v_ahead
   FROM (SELECT 1 FROM waiters
         WHERE namespace = p_namespace AND owner <> p_owner AND expires_us > p_now
-          AND position < p_mine
+          AND (p_mine IS NULL OR position < p_mine)
           AND (resource = v_root
                OR (resource > CONCAT(v_root, _binary '.')
                    AND resource < CONCAT(v_root, _binary '/')))
@@ -165,7 +166,7 @@ BEGIN
     INTO v_first
     FROM waiters
     WHERE namespace = p_namespace AND owner <> p_owner AND expires_us > p_now
-      AND position < p_mine
+      AND (p_mine IS NULL OR position < p_mine)
       AND (resource = v_root
            OR (resource > CONCAT(v_root, _binary '.')
                AND resource < CONCAT(v_root, _binary '/')))
@@ -176,4 +177,82 @@ BEGIN
                           'ahead', CAST(v_ahead AS SIGNED),
                           'waiters', JSON_EXTRACT(IF(v_first IS NULL, '[]',
                                                      CONCAT('[', v_first, ']')), '$'));
+END;
+
+-- May the first blocked attempt of an exclusive, queued request of one
+-- resource be answered by clock_acq_queue_behind (may_queue_fast() on
+-- PostgreSQL)? Only when its owner holds no live lease and waits for nothing
+-- else (so nobody can wait for it and no deadlock search is due) and no
+-- expired related lease is left to record. Judged at p_now (the general
+-- path's instant for other owners' rows: more count as live, fewer take
+-- this path). A procedure, not a function: a function's subqueries would
+-- take shared row locks (15_records_util.sql).
+CREATE OR REPLACE PROCEDURE clock_acq_may_queue_fast(
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_request_id VARCHAR(64), IN p_now BIGINT,
+  OUT p_may BOOLEAN)
+  READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_root VARBINARY(255) DEFAULT SUBSTRING_INDEX(p_resource, '.', 1);
+  SELECT NOT EXISTS (SELECT 1 FROM leases
+                     WHERE owner = p_owner AND (expires_us IS NULL OR expires_us > p_now))
+     AND NOT EXISTS (SELECT 1 FROM waiters
+                     WHERE owner = p_owner AND expires_us > p_now
+                       AND NOT (namespace = p_namespace AND resource = p_resource
+                                AND request_id = p_request_id))
+     AND NOT EXISTS (SELECT 1 FROM leases
+                     WHERE namespace = p_namespace AND expires_us <= p_now
+                       AND (resource = v_root
+                            OR (resource > CONCAT(v_root, _binary '.')
+                                AND resource < CONCAT(v_root, _binary '/')))
+                       AND clock_acq_related(resource, p_resource))
+    INTO p_may;
+END;
+
+-- The general path's shortcut for a herd's first attempts (queue_behind()
+-- on PostgreSQL, its fast path 2), under the request's slot row: an
+-- exclusive, queued request of one resource that clock_acq_may_queue_fast
+-- lets through, with a live related lease of another owner or a live
+-- related queue entry of another owner ahead of the caller's own in the
+-- way, is queued (clock_acq_enqueue), and p_reply is try_acquire's blocked
+-- reply: the leases in the way, the first entry ahead with "ahead", counted
+-- up to 64, and "mine", not the whole queue, which each arrival would
+-- otherwise walk. NULL, having written nothing, for any other request or
+-- when nothing is in the way (the general path then grants). p_now: the
+-- call's instant; p_judged: the one other owners' rows are judged at.
+CREATE OR REPLACE PROCEDURE clock_acq_queue_behind(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
+  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
+  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_now BIGINT, IN p_judged BIGINT,
+  OUT p_reply LONGTEXT)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_resource VARBINARY(255) DEFAULT clock_rec_nth(p_resources, 0);
+  DECLARE v_may BOOLEAN DEFAULT FALSE;
+  DECLARE v_mine BIGINT DEFAULT NULL;
+  DECLARE v_way LONGTEXT;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_mine = NULL;
+  SET p_reply = NULL;
+  IF JSON_LENGTH(p_resources) = 1 AND p_queue AND p_mode = 'exclusive' AND p_slots = 0 THEN
+    CALL clock_acq_may_queue_fast(p_namespace, v_resource, p_owner, p_request_id, p_judged,
+                                  v_may);
+  END IF;
+  IF v_may THEN
+    SELECT position INTO v_mine FROM waiters
+    WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
+      AND expires_us > p_now;
+    CALL clock_acq_in_the_way(p_namespace, v_resource, p_owner, v_mine, p_judged, v_way);
+    IF JSON_LENGTH(v_way, '$.leases') > 0 OR JSON_VALUE(v_way, '$.ahead') > 0 THEN
+      CALL clock_acq_enqueue(p_namespace, p_resources, 'exclusive', 0, p_owner, p_ttl_ms,
+                             p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started,
+                             p_now, p_secret);
+      SET v_mine = NULL;
+      SELECT position INTO v_mine FROM waiters
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
+      SET p_reply = JSON_INSERT(v_way, '$.outcome', 'blocked', '$.now', CAST(p_now AS SIGNED),
+                                '$.mine', CAST(v_mine AS SIGNED));
+    END IF;
+  END IF;
 END;
