@@ -180,6 +180,12 @@ if wanted wait200; then
     awk '{printf "\"%s\": %s, ", $1, $2}')
   sleep 2
   read -r q all call select <<<"$(rates "$seconds")"
+  # Those seconds catch the waiters' back-off under way (each looks again
+  # sooner the nearer the front, and less often each time the queue stood
+  # still); a minute on, every pace has reached its ceiling: the rate of a
+  # queue that stands still.
+  sleep "$(reps 50 10)"
+  read -r later_q later_all _ _ <<<"$(rates "$seconds")"
   running=0
   for pid in "${pids[@]:1}"; do kill -0 "$pid" 2>/dev/null && running=$((running + 1)); done
   stop_all
@@ -187,7 +193,8 @@ if wanted wait200; then
     \"selects_per_s\": $select, \"holder_alone_q_per_s\": $base_q, \"holder_alone_queries_per_s\": $base_all,
     \"holder_alone_calls_per_s\": $base_call, \"holder_alone_selects_per_s\": $base_select,
     \"waiters\": $waiters, \"seconds\": $seconds, \"running_after\": $running, \"queued\": $queued,
-    \"queued_ms\": $queued_ms, \"arrival\": {${arrival%, }}}"
+    \"queued_ms\": $queued_ms, \"later_q_per_s\": $later_q, \"later_queries_per_s\": $later_all,
+    \"arrival\": {${arrival%, }}}"
 fi
 
 if wanted capacity; then

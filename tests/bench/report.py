@@ -328,10 +328,19 @@ def mariadb(t):
                      f"the start, {arrival.get('Connection_errors_max_connections', '?')} connections "
                      f"refused, {arrival.get('Innodb_row_lock_waits', '?')} row-lock waits "
                      f"(mean {arrival.get('Innodb_row_lock_time_avg', '?')} ms) meanwhile")
+        later = t.get(key, "later_q_per_s")
+        if later is not None:
+            text = (f"a minute on {later:.1f} statements/s (in-procedure included "
+                    f"{t.get(key, 'later_queries_per_s')}/s); right after the arrival {text}")
+        steady = later if later is not None else q
         t.row("10", f"MariaDB: {n:.0f} waiters on one resource for {t.get(key, 'seconds'):.0f} s: "
               "client statements/s at the server",
               text, f"holder alone {t.get(key, 'holder_alone_q_per_s')}/s", None,
-              "≤ 50/s, all waiting", q <= 50 and (alive is None or alive >= n))
+              "≤ 50/s a minute on, all waiting", steady <= 50 and (alive is None or alive >= n))
+        queued_ms = t.get(key, "queued_ms")
+        if queued_ms is not None:
+            t.row("10", f"MariaDB: {n:.0f} waiters started at once: until all are in the queue",
+                  fmt_ms(queued_ms), None, None, "< 10 s", queued_ms < 10_000)
     for key, name in (("m10.6.mariadb", "MariaDB"), ("m10.6.pg", "PostgreSQL")):
         rate = t.get(key)
         if rate is None:
