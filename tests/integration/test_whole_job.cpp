@@ -175,11 +175,13 @@ TEST_SUITE("run") {
       "--max-runtime stops the processes that escaped the command's group too, SIGKILL for one "
       "that ignores SIGTERM, before the release; exit 124") {
     TestEnv env;
-    Result stopped = env.clock({"run", "--max-runtime", "1s", "--kill-after", "1s", "-r", "x", "--",
+    // 3 s: the command must have started its three escapers before it is
+    // stopped (at a load of 10 on two cores, 1 s was not always enough).
+    Result stopped = env.clock({"run", "--max-runtime", "3s", "--kill-after", "1s", "-r", "x", "--",
                                 "sh", "-c", escapes("trap \"\" TERM; ") + "sleep 999"});
     CHECK_EXIT(stopped, 124);
     check_all_gone(env, "after --max-runtime stopped the job");
-    CHECK(stopped.err.find("ran out of time (--max-runtime 1s)") != std::string::npos);
+    CHECK(stopped.err.find("ran out of time (--max-runtime 3s)") != std::string::npos);
     CHECK(stopped.err.find("SIGKILL") != std::string::npos);
     CHECK(env.holders_of("x").empty());
   }
@@ -187,7 +189,8 @@ TEST_SUITE("run") {
   TEST_CASE(
       "stopping the whole job signals each process once: a TERM trap in the command runs once") {
     TestEnv env;
-    Result stopped = env.clock({"run", "--max-runtime", "1s", "-r", "x", "--", "sh", "-c",
+    // 3 s, as above: time for the escapers to start.
+    Result stopped = env.clock({"run", "--max-runtime", "3s", "-r", "x", "--", "sh", "-c",
                                 "trap 'echo trapped >> \"$T_DIR/traps\"; exit 0' TERM\n" +
                                     escapes() + "while :; do sleep 0.05; done"});
     CHECK_EXIT(stopped, 124);
