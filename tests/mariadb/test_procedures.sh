@@ -424,7 +424,7 @@ check "app: cannot lock a hierarchy row" fails_with "ERROR (1142|1370|1044).*den
 reply=$(as app "CALL clock_try_acquire('roles', '[\"ro.b\"]', 'exclusive', 0, '$o2', 60000, 'r-app', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's2', '', NULL, 0)")
 check "app: acquires through the procedure ($reply)" grep -q '"outcome": "granted"' <<<"$reply"
 check "app: cannot call an acquire helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_acq_dequeue('roles', '[\"ro.b\"]', '$o2')"
-check "app: cannot call a helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_rec_lock_slots('roles', '[\"ro.a\"]')"
+check "app: cannot call a helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_rec_lock_hierarchies('roles', '[\"ro.a\"]')"
 check "app: cannot force a release" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_force_release('roles', '[\"ro.a\"]', 'app')"
 check "app: cannot gc" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_gc_batch(10, NULL, FALSE, 0)"
 check "app: cannot create a procedure" fails_with "ERROR (1142|1370|1044).*denied" as app "CREATE PROCEDURE evil() SELECT 1"
