@@ -151,8 +151,10 @@ TEST_SUITE("faults") {
     TestEnv env;
     std::string script =
         "trap 'echo stopped > \"$T_DIR/term\"; exit 0' TERM\n" + env.holding_script("child");
+    // 6 s: a first renewal slower than 2 s (a loaded two-core machine) must
+    // not stop the child before it starts.
     auto run =
-        env.spawn(env.clock_command({"run", "--ttl", "3s", "--heartbeat", "1s", "--kill-after",
+        env.spawn(env.clock_command({"run", "--ttl", "6s", "--heartbeat", "1s", "--kill-after",
                                      "1s", "-r", "job", "--", "sh", "-c", script}));
     REQUIRE(env.await_started("child"));
     json first = only_holder(env, "job");
