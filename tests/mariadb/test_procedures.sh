@@ -102,13 +102,14 @@ check "and says when the lease now expires (now + 2 s)" \
   same "$(js "$first" 'd["expires_at"] - d["now"]')" 2000000
 renewals=0
 lost=0
+# 3 s and at least 4 renewals (a loaded machine managed 3 in 3 s), at most 30 s.
 end=$((SECONDS + 3))
-while ((SECONDS < end)); do
+while ((SECONDS < end || (renewals < 4 && SECONDS < end + 27))); do
   reply=$(q "CALL clock_renew('ns', '[\"r.same\"]', '$o1', '[1]', 2000, 's1', 'u@h1 pid 100')")
   renewals=$((renewals + 1))
   [[ $(js "$reply" 'd["outcome"]') == renewed ]] || { lost=$((lost + 1)); echo "     $reply" >&2; }
 done
-check "$renewals renewals back to back for 3 s on a 2 s TTL: none reported lost" same "$lost" 0
+check "$renewals renewals back to back for 3 s or more on a 2 s TTL: none reported lost" same "$lost" 0
 check "and many of them within one second of another (>= 4 done)" test "$renewals" -ge 4
 check "the lease is live, its token unchanged" \
   same "$(q "SELECT token, expires_us > clock_now_us() FROM leases WHERE resource = 'r.same'")" $'1\t1'
