@@ -8,6 +8,13 @@
 
 namespace clk::store {
 
+int waiters_ahead(int counted, std::optional<std::int64_t> mine,
+                  std::optional<std::int64_t> front) {
+  if (counted >= k_waiters_ahead_counted && mine && front && *mine > *front)
+    return static_cast<int>(std::min<std::int64_t>(*mine - *front, 1'000'000));
+  return counted;
+}
+
 milliseconds waiter_lifetime(milliseconds ttl) {
   constexpr milliseconds k_longest{30'000};
   constexpr milliseconds k_shortest{1'000};

@@ -107,6 +107,12 @@ std::string describe(const Cycle& cycle);
 // back only needs to know that it is far back.
 inline constexpr int k_waiters_ahead_counted = 64;
 
+// How many queue entries stand ahead of a waiter: `counted`, as a blocked
+// reply counted them, or, once that reaches k_waiters_ahead_counted, how far
+// back in positions its own entry (`mine`) stands from the first one ahead
+// (`front`), where the reply names both.
+int waiters_ahead(int counted, std::optional<std::int64_t> mine, std::optional<std::int64_t> front);
+
 struct Attempt {
   Outcome outcome = Outcome::blocked;
   std::vector<Grant> grants;                   // granted: one per resource, request order

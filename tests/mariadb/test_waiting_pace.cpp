@@ -17,9 +17,11 @@ namespace {
 // those ahead counted up to the bound.
 Attempt far_back_reply() {
   Attempt attempt;
-  clk::lock::Waiter first{.ns = "", .resource = clk::lock::Resource::parse("q.x")};
-  first.position = 1000;
-  attempt.blocking_waiters.push_back(first);
+  attempt.blocking_waiters.push_back({.ns = "",
+                                      .resource = clk::lock::Resource::parse("q.x"),
+                                      .owner = {},
+                                      .info = {},
+                                      .position = 1000});
   attempt.waiters_ahead = k_waiters_ahead_counted;
   return attempt;
 }

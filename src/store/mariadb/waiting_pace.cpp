@@ -24,8 +24,7 @@ void WaitingPace::blocked(const Attempt& attempt, std::optional<std::int64_t> mi
   std::optional<std::int64_t> front;
   if (!attempt.blocking_waiters.empty())
     front = attempt.blocking_waiters.front().position;
-  if (ahead >= k_waiters_ahead_counted && mine && front && *mine > *front)
-    ahead = static_cast<int>(std::min<std::int64_t>(*mine - *front, 1'000'000));
+  ahead = waiters_ahead(ahead, mine, front);
   m_unmoved = front && front == m_front ? m_unmoved + 1 : 0;
   m_front = front;
   m_ahead = ahead;

@@ -134,9 +134,7 @@ int QueueWait::listeners_ahead() {
 steady_clock::duration QueueWait::pace() {
   const int ahead = std::max(1, m_ahead);
   // Past the count's bound, how far back in positions.
-  int far = ahead;
-  if (m_ahead >= k_waiters_ahead_counted && m_mine && m_front && *m_mine > *m_front)
-    far = static_cast<int>(std::min<std::int64_t>(*m_mine - *m_front, 1'000'000));
+  const int far = std::max(1, waiters_ahead(m_ahead, m_mine, m_front));
   if (m_rate && m_unmoved == 0 && m_mine && m_front && *m_mine > *m_front) {
     // Positions of other resources' entries may fall between: one entry
     // ahead spans `step` positions on average, where all were counted.
