@@ -23,6 +23,17 @@ doctest::skip only_on_servers() {
   return doctest::skip(backend_name() != "postgres" && backend_name() != "mariadb");
 }
 
+Result sql(const TestEnv& env, const Dialects& statements) {
+  return on_postgres() ? pg::psql(env, statements.postgres) : maria::sql(env, statements.mariadb);
+}
+
+std::string sql_value(const TestEnv& env, const Dialects& statements) {
+  Result result = sql(env, statements);
+  INFO(result.describe());
+  REQUIRE(result.status == 0);
+  return result.out.substr(0, result.out.find('\n'));
+}
+
 Result stop(const TestEnv& env) {
   if (on_postgres())
     return pg::pg_ctl(env, {"stop", "-m", "fast"});
@@ -106,6 +117,11 @@ int AppLogin::connections() const {
   INFO(count.describe());
   REQUIRE(count.status == 0);
   return std::stoi(count.out);
+}
+
+Result AppLogin::sql(const Dialects& statements) const {
+  return on_postgres() ? pg::psql(m_env, m_env.url() + " user=" + m_name, statements.postgres)
+                       : maria::sql_as(m_env, m_name, statements.mariadb);
 }
 
 }  // namespace clk::test::server

@@ -17,6 +17,18 @@ namespace clk::test::server {
 // Decorates a TEST_CASE that applies to the SQL servers: skipped on SQLite.
 doctest::skip only_on_servers();
 
+// One statement text per server's dialect.
+struct Dialects {
+  std::string postgres{};
+  std::string mariadb{};
+};
+
+// The statements of this run's server on the test's database, as its
+// superuser (psql -A -t, mariadb -N -B: rows only).
+Result sql(const TestEnv& env, const Dialects& statements);
+// The first line of what they print; REQUIREs that they succeed.
+std::string sql_value(const TestEnv& env, const Dialects& statements);
+
 // Stops the server (a fast, clean shutdown: clients see their connections
 // closed, then refused) and starts it again (returning once it answers).
 Result stop(const TestEnv& env);
@@ -53,6 +65,8 @@ class AppLogin {
   std::map<std::string, std::string> env() const;
   // How many client connections it has now.
   int connections() const;
+  // The statements of this run's server, sent as this login.
+  Result sql(const Dialects& statements) const;
   const std::string& name() const { return m_name; }
 
  private:
