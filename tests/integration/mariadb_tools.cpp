@@ -131,8 +131,12 @@ Result sql(const TestEnv& env, const std::string& statements) {
   return run(env.command(root_client(database_of(env), statements)), env.path("output"));
 }
 
+Command client_command(const TestEnv& env, const std::string& user, const std::string& statements) {
+  return env.command(client_as(user, database_of(env), statements));
+}
+
 Result sql_as(const TestEnv& env, const std::string& user, const std::string& statements) {
-  return run(env.command(client_as(user, database_of(env), statements)), env.path("output"));
+  return run(client_command(env, user, statements), env.path("output"));
 }
 
 Result mariadb_ctl(const TestEnv& env, const std::string& action,

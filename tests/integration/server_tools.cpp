@@ -119,9 +119,14 @@ int AppLogin::connections() const {
   return std::stoi(count.out);
 }
 
+Command AppLogin::client_command(const Dialects& statements) const {
+  return on_postgres()
+             ? pg::psql_command(m_env, m_env.url() + " user=" + m_name, statements.postgres)
+             : maria::client_command(m_env, m_name, statements.mariadb);
+}
+
 Result AppLogin::sql(const Dialects& statements) const {
-  return on_postgres() ? pg::psql(m_env, m_env.url() + " user=" + m_name, statements.postgres)
-                       : maria::sql_as(m_env, m_name, statements.mariadb);
+  return run(client_command(statements), m_env.path("output"));
 }
 
 }  // namespace clk::test::server

@@ -67,6 +67,8 @@ class AppLogin {
   int connections() const;
   // The statements of this run's server, sent as this login.
   Result sql(const Dialects& statements) const;
+  // That client command, to spawn.
+  Command client_command(const Dialects& statements) const;
   const std::string& name() const { return m_name; }
 
  private:
