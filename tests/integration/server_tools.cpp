@@ -66,6 +66,17 @@ Restorer::~Restorer() {
   }
 }
 
+void retire_release_1_0(const TestEnv& env) {
+  if (on_postgres()) {
+    pg::install_roles(env, {"without_release_1_0=1"});
+    return;
+  }
+  REQUIRE_EXIT(
+      maria::sql(env, "SET @without_release_1_0 = 1;\nsource " +
+                          std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/mariadb/roles.sql"),
+      0);
+}
+
 AppLogin::AppLogin(const TestEnv& env, int limit, const std::string& role) : m_env(env) {
   std::random_device random;
   m_name = "clock_test_login_" + std::to_string(random() % 1'000'000'000);

@@ -48,6 +48,11 @@ class Restorer {
   const TestEnv& m_env;
 };
 
+// roles.sql run again as a site does once no host runs v1.0.0
+// (docs/upgrades.md): with without_release_1_0 set, so that the roles keep
+// this release's routines and lose release 1.0's.
+void retire_release_1_0(const TestEnv& env);
+
 // A login of the backend under test in `role` of roles.sql (installed
 // first: clock_app, clock_operator, clock_reader), with at most `limit`
 // connections (0: no limit; a

@@ -174,30 +174,44 @@ TEST_SUITE("least privilege") {
   }
 
   // docs/upgrades.md: once no host runs v1.0.0, roles.sql run again with
-  // without_release_1_0 takes release 1.0's functions, which have none of
+  // without_release_1_0 takes release 1.0's routines, which have none of
   // this release's bounds, from the roles, and clock keeps working.
   TEST_CASE(
-      "roles.sql -v without_release_1_0=1 takes release 1.0's unbounded functions from "
-      "clock_app, and clock runs, waits, reads and releases as before" *
-      ::clk::test::only_on("postgres")) {
+      "roles.sql with without_release_1_0 takes release 1.0's unbounded routines from "
+      "clock_app and clock_reader, and clock runs, waits, reads and releases as before" *
+      server::only_on_servers()) {
     TestEnv env;
-    const std::string old_call =
-        "SELECT clock.try_acquire('', (SELECT array_agg('b.n' || g) FROM generate_series(1, "
-        "100) g), 'exclusive', 0, gen_random_uuid(), 60000, 'r', false, 'h', '', 1, 'u', 'c', "
-        "NULL, false, '', 'x', 1)";
+    ServerRoles roles(env);
+    // Release 1.0's acquire and status, unsuffixed, as v1.0.0 hosts call them.
+    const server::Dialects old_acquire = {
+        .postgres =
+            "SELECT clock.try_acquire('', (SELECT array_agg('b.n' || g) FROM "
+            "generate_series(1, 100) g), 'exclusive', 0, gen_random_uuid(), 60000, 'r', "
+            "false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', 1)",
+        .mariadb =
+            "CALL clock_try_acquire('', '[\"b\"]', 'exclusive', 0, UUID(), 60000, 'r', "
+            "false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', NULL, 0)"};
+    const server::Dialects old_status = {
+        .postgres = "SELECT * FROM clock.status_rows('', '', false)",
+        .mariadb = "CALL clock_status_rows('', '', false)"};
+    auto denied = [](const Result& result) {
+      return result.status != 0 && (result.err.find("permission denied") != std::string::npos ||
+                                    result.err.find("command denied") != std::string::npos);
+    };
     {
-      Roles kept(env);  // during the upgrade: v1.0.0 hosts still call them
-      Result allowed = psql(env, kept.app_url(), old_call);
+      // During the upgrade: v1.0.0 hosts still call them.
+      Result allowed = roles.app().sql(old_acquire);
       INFO(allowed.describe());
-      CHECK(allowed.err.find("permission denied") == std::string::npos);
+      CHECK_FALSE(denied(allowed));
     }
-    Roles roles(env, {"without_release_1_0=1"});
-    Result denied = psql(env, roles.app_url(), old_call);
-    INFO(denied.describe());
-    CHECK(denied.status != 0);
-    CHECK(denied.err.find("permission denied for function try_acquire") != std::string::npos);
-    Result reader = psql(env, roles.app_url(), "SELECT * FROM clock.status_rows('', '', false)");
-    CHECK(reader.err.find("permission denied") != std::string::npos);
+    server::retire_release_1_0(env);
+    Result refused = roles.app().sql(old_acquire);
+    INFO(refused.describe());
+    CHECK(denied(refused));
+    CHECK(refused.err.find("try_acquire") != std::string::npos);
+    Result reader = roles.app().sql(old_status);
+    INFO(reader.describe());
+    CHECK(denied(reader));
 
     CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
     Acquired held = acquire_as(env, roles.as_app(), {"-r", "app.queue", "--ttl", "1m"});
