@@ -438,6 +438,7 @@ TEST_SUITE("least privilege") {
     const std::string set = server::sql_value(
         env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'",
               .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
+    REQUIRE(!set.empty());  // clock init installed this release's set
     auto job = env.spawn(env.clock_command(
         {"run", "--ttl", "3s", "-r", "stall.job", "--", "sleep", "5"}, roles.as_app()));
     REQUIRE(await([&] { return !env.holders_of("stall.job").empty(); }, 30s));
@@ -560,6 +561,7 @@ TEST_SUITE("least privilege") {
     } else {
       const std::string suffix = server::sql_value(
           env, {.mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
+      REQUIRE(!suffix.empty());
       auto call = [&](const std::string& name, const std::string& arguments) {
         return "CALL clock_" + name + suffix + "(" + arguments + ")";
       };
