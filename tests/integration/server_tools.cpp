@@ -23,8 +23,13 @@ doctest::skip only_on_servers() {
   return doctest::skip(backend_name() != "postgres" && backend_name() != "mariadb");
 }
 
+Command sql_command(const TestEnv& env, const Dialects& statements) {
+  return on_postgres() ? pg::psql_command(env, env.url(), statements.postgres)
+                       : maria::client_command(env, "root", statements.mariadb);
+}
+
 Result sql(const TestEnv& env, const Dialects& statements) {
-  return on_postgres() ? pg::psql(env, statements.postgres) : maria::sql(env, statements.mariadb);
+  return run(sql_command(env, statements), env.path("output"));
 }
 
 std::string sql_value(const TestEnv& env, const Dialects& statements) {

@@ -26,6 +26,8 @@ struct Dialects {
 // The statements of this run's server on the test's database, as its
 // superuser (psql -A -t, mariadb -N -B: rows only).
 Result sql(const TestEnv& env, const Dialects& statements);
+// That client command, to spawn.
+Command sql_command(const TestEnv& env, const Dialects& statements);
 // The first line of what they print; REQUIREs that they succeed.
 std::string sql_value(const TestEnv& env, const Dialects& statements);
 

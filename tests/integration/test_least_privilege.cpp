@@ -2,7 +2,9 @@
 // granted clock_app can acquire, renew, release its own locks, run, and read
 // status and history, but cannot force a release or collect garbage; one
 // granted clock_operator can also release --force and gc: on both servers,
-// through clock itself (ServerRoles). On PostgreSQL also: the app role cannot
+// through clock itself (ServerRoles). On both, too: the bounds of a call
+// (docs/threat-model.md) and roles.sql without release 1.0's routines,
+// through raw calls as those logins. On PostgreSQL also: the app role cannot
 // change or drop the schema or write the lock table and history behind the
 // functions' back (MariaDB's grants, procedure by procedure:
 // tests/mariadb/test_procedures.sh). Each test logs in as fresh roles.

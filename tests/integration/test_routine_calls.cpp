@@ -4,6 +4,7 @@
 // PostgreSQL and MariaDB. Raw calls of this release's try_acquire (its
 // routine set) as the server's superuser, through psql or the mariadb
 // client; what a failure leaves behind is read through clock itself.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,16 @@ namespace {
 
 bool on_postgres() {
   return backend_name() == "postgres";
+}
+
+// This release's routine set: its PostgreSQL schema ("clock_r…"), or its
+// MariaDB procedures' suffix ("_r…").
+std::string routine_set(const TestEnv& env) {
+  std::string set = server::sql_value(
+      env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'",
+            .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
+  REQUIRE(!set.empty());
+  return set;
 }
 
 // One attempt at try_acquire; the defaults are a queued exclusive request
@@ -44,15 +55,12 @@ server::Dialects try_acquire_call(const TestEnv& env, const Attempt& attempt) {
   const std::string tail = "', 60000, '" + attempt.request +
                            "', true, 'h', '', 1, 'u', 'c', NULL, true, '" + attempt.secret +
                            "', 'asker'";
+  const std::string set = routine_set(env);
   if (on_postgres()) {
-    std::string set = server::sql_value(
-        env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'"});
     return {.postgres = "SELECT " + set + ".try_acquire('', '{" + array + "}', '" + attempt.mode +
                         "', 0, '" + attempt.owner + tail + ")"};
   }
-  std::string suffix = server::sql_value(
-      env, {.mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
-  return {.mariadb = "CALL clock_try_acquire" + suffix + "('', '[" + list + "]', '" + attempt.mode +
+  return {.mariadb = "CALL clock_try_acquire" + set + "('', '[" + list + "]', '" + attempt.mode +
                      "', 0, '" + attempt.owner + tail + ", NULL, 0)"};
 }
 
@@ -70,6 +78,93 @@ const std::string k_other = "22222222-2222-4222-8222-222222222222";
 long long rows_of(const TestEnv& env, const std::string& table) {
   return std::stoll(server::sql_value(env, {.postgres = "SELECT count(*) FROM clock." + table,
                                             .mariadb = "SELECT COUNT(*) FROM " + table}));
+}
+
+// A test-only routine `test_worker(k, rounds)` of the test's database: in
+// each round, owner k asks for two resources of hierarchies c and d, in one
+// of four orders, and attempts again (its request id kept, so it keeps its
+// place) until granted, as clock does; while holding it notes any lease of
+// another owner in test_violations (every two of the four requests
+// conflict), then releases. A request not granted within 5,000 attempts
+// fails the worker, so that a broken model ends the test, not ctest.
+server::Dialects worker_routine(const std::string& set) {
+  return {.postgres =
+              "CREATE TABLE public.test_violations (k int, i int, n int); "
+              "CREATE PROCEDURE public.test_worker(k int, rounds int) LANGUAGE plpgsql AS "
+              "$$ DECLARE "
+              "  v_owner uuid := (lpad(k::text, 8, '0') || '-0000-4000-8000-' || "
+              "                   lpad(k::text, 12, '0'))::uuid; "
+              "  v_res text[]; v_got int; v_others int; v_tries int; "
+              "BEGIN "
+              "  FOR i IN 0 .. rounds - 1 LOOP "
+              "    v_res := CASE (i + k) % 4 WHEN 0 THEN '{c.x,d}'::text[] "
+              "      WHEN 1 THEN '{d.y,c}' WHEN 2 THEN '{c,d.y.z}' ELSE '{d,c.x}' END; "
+              "    v_got := 0; v_tries := 0; "
+              "    WHILE v_got < 2 LOOP "
+              "      v_tries := v_tries + 1; "
+              "      IF v_tries > 5000 THEN "
+              "        RAISE EXCEPTION 'a queued request was never granted'; "
+              "      END IF; "
+              "      PERFORM " +
+              set +
+              ".try_acquire('qq', v_res, 'exclusive', 0, v_owner, 5000, "
+              "        'w' || k || '-' || i, true, 'h' || k, '', k, '', '', NULL, "
+              "        false, 's' || k, ''); "
+              "      COMMIT; "
+              "      SELECT count(*) INTO v_got FROM clock.leases "
+              "        WHERE namespace = 'qq' AND owner = v_owner; "
+              "      IF v_got < 2 THEN PERFORM pg_sleep(0.002); END IF; "
+              "    END LOOP; "
+              "    SELECT count(*) INTO v_others FROM clock.leases "
+              "      WHERE namespace = 'qq' AND owner <> v_owner; "
+              "    IF v_others > 0 THEN "
+              "      INSERT INTO public.test_violations VALUES (k, i, v_others); "
+              "    END IF; "
+              "    PERFORM " +
+              set +
+              ".release('qq', v_res, v_owner, 's' || k, '', 'h' || k, '{}', false); "
+              "    COMMIT; "
+              "  END LOOP; "
+              "END $$",
+          .mariadb =
+              "CREATE TABLE test_violations (k INT, i INT, n INT);\n"
+              "DELIMITER //\n"
+              "CREATE PROCEDURE test_worker(IN k INT, IN rounds INT)\n"
+              "BEGIN\n"
+              "  DECLARE i INT DEFAULT 0;\n"
+              "  DECLARE v_owner CHAR(36) DEFAULT CONCAT(LPAD(k, 8, '0'), "
+              "'-0000-4000-8000-', LPAD(k, 12, '0'));\n"
+              "  DECLARE v_res LONGTEXT;\n"
+              "  DECLARE v_got, v_others, v_tries INT;\n"
+              "  WHILE i < rounds DO\n"
+              "    SET v_res = ELT(1 + (i + k) % 4, '[\"c.x\", \"d\"]', "
+              "'[\"d.y\", \"c\"]', '[\"c\", \"d.y.z\"]', '[\"d\", \"c.x\"]');\n"
+              "    SET v_got = 0, v_tries = 0;\n"
+              "    WHILE v_got < 2 DO\n"
+              "      SET v_tries = v_tries + 1;\n"
+              "      IF v_tries > 5000 THEN\n"
+              "        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = "
+              "'a queued request was never granted';\n"
+              "      END IF;\n"
+              "      CALL clock_try_acquire" +
+              set +
+              "('qq', v_res, 'exclusive', 0, v_owner, 5000, CONCAT('w', k, '-', i), "
+              "TRUE, CONCAT('h', k), '', k, '', '', NULL, FALSE, CONCAT('s', k), '', NULL, "
+              "0);\n"
+              "      SELECT COUNT(*) INTO v_got FROM leases "
+              "WHERE namespace = 'qq' AND owner = v_owner;\n"
+              "      IF v_got < 2 THEN DO SLEEP(0.002); END IF;\n"
+              "    END WHILE;\n"
+              "    SELECT COUNT(*) INTO v_others FROM leases "
+              "WHERE namespace = 'qq' AND owner <> v_owner;\n"
+              "    IF v_others > 0 THEN INSERT INTO test_violations VALUES (k, i, v_others); "
+              "END IF;\n"
+              "    CALL clock_release" +
+              set +
+              "('qq', v_res, v_owner, CONCAT('s', k), '', CONCAT('h', k), '[]', FALSE);\n"
+              "    SET i = i + 1;\n"
+              "  END WHILE;\n"
+              "END//\n"};
 }
 
 }  // namespace
@@ -129,6 +224,10 @@ TEST_SUITE("routine calls") {
     const long long history = rows_of(env, "history");
     const long long counts = rows_of(env, "run_counts");
     REQUIRE(history > 0);
+    // MariaDB's tokens are a row, rolled back with the rest; PostgreSQL's
+    // are a sequence, which no rollback takes back (nor needs to).
+    const std::string last_token = "SELECT last FROM tokens";
+    const std::string token = on_postgres() ? "" : server::sql_value(env, {.mariadb = last_token});
 
     Result failed = server::sql(env, try_acquire_call(env, {{"t1", "boom"}, k_owner, "r", "s-1"}));
     INFO(failed.describe());
@@ -138,6 +237,8 @@ TEST_SUITE("routine calls") {
     CHECK(rows_of(env, "leases") == 0);
     CHECK(rows_of(env, "history") == history);
     CHECK(rows_of(env, "run_counts") == counts);
+    if (!on_postgres())
+      CHECK(server::sql_value(env, {.mariadb = last_token}) == token);
 
     // Through clock: the same, and clock says what failed.
     Result through_clock = env.clock({"acquire", "-n", "-r", "t1", "-r", "boom"});
@@ -174,5 +275,40 @@ TEST_SUITE("routine calls") {
     INFO(result.describe());
     REQUIRE(result.status == 0);
     CHECK(result.out.ends_with("\n1\n"));
+  }
+
+  // The server takes a request's slot rows in its own order, whatever the
+  // caller's (clock sorts its resources; another caller need not): queued
+  // requests for two hierarchies in either order deadlock neither the
+  // server (no 40P01, 1213 or 1205) nor the model (a waiter holds nothing).
+  TEST_CASE(
+      "queued requests for two hierarchies in either order are granted in turn, never together "
+      "and without a server deadlock" *
+      server::only_on_servers() * doctest::timeout(300)) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    REQUIRE_EXIT(server::sql(env, worker_routine(routine_set(env))), 0);
+    constexpr int k_workers = 4;
+    constexpr int k_rounds = 10;
+    std::vector<std::unique_ptr<Process>> workers;
+    for (int k = 1; k <= k_workers; ++k) {
+      const std::string call =
+          "CALL test_worker(" + std::to_string(k) + ", " + std::to_string(k_rounds) + ")";
+      workers.push_back(env.spawn(server::sql_command(env, {.postgres = call, .mariadb = call})));
+    }
+    for (auto& worker : workers) {
+      Result result = worker->wait(240s);
+      INFO(result.describe());
+      CHECK(result.status == 0);
+      CHECK(result.err.empty());
+    }
+    CHECK(rows_of(env, "leases") == 0);
+    CHECK(std::stoll(server::sql_value(
+              env, {.postgres = "SELECT count(*) FROM clock.history WHERE namespace = 'qq' AND "
+                                "event = 'acquired'",
+                    .mariadb = "SELECT COUNT(*) FROM history WHERE namespace = 'qq' AND "
+                               "event = 'acquired'"})) == k_workers * k_rounds * 2);
+    const std::string violations = "SELECT COUNT(*) FROM test_violations";
+    CHECK(server::sql_value(env, {.postgres = violations, .mariadb = violations}) == "0");
   }
 }
