@@ -110,7 +110,7 @@ socket=$dir/mariadb.sock
 # default, where they were removed under it mid-query (by something outside
 # the test, while other tests ran; not identified): "Error on delete of
 # '/tmp/#sql-temptable-…'" and twice a crash (signal 11 in
-# ha_maria::drop_table), 3 of 8 runs of mariadb-acquire.
+# ha_maria::drop_table), 3 of 8 runs of the former mariadb-acquire script.
 mkdir "$dir/tmp" || die "cannot create $dir/tmp"
 [[ $run_as == "$(id -un)" ]] || chown "$run_as:" "$dir/tmp" || die "cannot give $dir/tmp to $run_as"
 cat >"$dir/my.cnf" <<CNF

@@ -28,11 +28,12 @@ std::string unique_name() {
 
 // The server's root over its unix socket (with-mariadb.sh: unix_socket
 // authentication, so no password), as the mariadb tests' scripts connect.
-std::vector<std::string> root_client(const std::string& database, const std::string& statements) {
+std::vector<std::string> client_as(const std::string& user, const std::string& database,
+                                   const std::string& statements) {
   std::vector<std::string> argv = {"mariadb",
                                    "--protocol=socket",
                                    "--socket=" + getenv_or("CLOCK_TEST_MARIADB_SOCKET", ""),
-                                   "-uroot",
+                                   "-u" + user,
                                    "-N",
                                    "-B"};
   if (!database.empty())
@@ -40,6 +41,16 @@ std::vector<std::string> root_client(const std::string& database, const std::str
   argv.push_back("-e");
   argv.push_back(statements);
   return argv;
+}
+
+std::vector<std::string> root_client(const std::string& database, const std::string& statements) {
+  return client_as("root", database, statements);
+}
+
+// The test's database, from its URL (mariadb://root@localhost/NAME?socket=…).
+std::string database_of(const TestEnv& env) {
+  std::string database = env.url().substr(0, env.url().find('?'));
+  return database.substr(database.rfind('/') + 1);
 }
 
 // The runner's own environment: the backend exists before the test's does.
@@ -117,9 +128,15 @@ std::unique_ptr<Backend> make_backend(const std::filesystem::path& dir) {
 }
 
 Result sql(const TestEnv& env, const std::string& statements) {
-  std::string database = env.url().substr(0, env.url().find('?'));
-  database = database.substr(database.rfind('/') + 1);
-  return run(env.command(root_client(database, statements)), env.path("output"));
+  return run(env.command(root_client(database_of(env), statements)), env.path("output"));
+}
+
+Command client_command(const TestEnv& env, const std::string& user, const std::string& statements) {
+  return env.command(client_as(user, database_of(env), statements));
+}
+
+Result sql_as(const TestEnv& env, const std::string& user, const std::string& statements) {
+  return run(client_command(env, user, statements), env.path("output"));
 }
 
 Result mariadb_ctl(const TestEnv& env, const std::string& action,

@@ -304,9 +304,12 @@ int PsqlSession::finish(milliseconds timeout) {
 
 // ---------------------------------------------------------------- the server
 
+Command psql_command(const TestEnv& env, const std::string& url, const std::string& sql) {
+  return env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql});
+}
+
 Result psql(const TestEnv& env, const std::string& url, const std::string& sql) {
-  return run(env.command({"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql}),
-             env.path("output"));
+  return run(psql_command(env, url, sql), env.path("output"));
 }
 
 Result psql(const TestEnv& env, const std::string& sql) {

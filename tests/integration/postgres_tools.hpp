@@ -64,6 +64,8 @@ std::string standby_url(const TestEnv* env = nullptr);
 // `psql -X -A -t -v ON_ERROR_STOP=1 -d URL -c SQL`, with the test's
 // environment (`url` defaults to the test's database).
 Result psql(const TestEnv& env, const std::string& url, const std::string& sql);
+// The same command, to spawn.
+Command psql_command(const TestEnv& env, const std::string& url, const std::string& sql);
 Result psql(const TestEnv& env, const std::string& sql);
 
 // `clock init`, then sql/postgres/roles.sql on the test's database: the

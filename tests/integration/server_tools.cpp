@@ -23,6 +23,22 @@ doctest::skip only_on_servers() {
   return doctest::skip(backend_name() != "postgres" && backend_name() != "mariadb");
 }
 
+Command sql_command(const TestEnv& env, const Dialects& statements) {
+  return on_postgres() ? pg::psql_command(env, env.url(), statements.postgres)
+                       : maria::client_command(env, "root", statements.mariadb);
+}
+
+Result sql(const TestEnv& env, const Dialects& statements) {
+  return run(sql_command(env, statements), env.path("output"));
+}
+
+std::string sql_value(const TestEnv& env, const Dialects& statements) {
+  Result result = sql(env, statements);
+  INFO(result.describe());
+  REQUIRE(result.status == 0);
+  return result.out.substr(0, result.out.find('\n'));
+}
+
 Result stop(const TestEnv& env) {
   if (on_postgres())
     return pg::pg_ctl(env, {"stop", "-m", "fast"});
@@ -53,6 +69,17 @@ Restorer::~Restorer() {
   } catch (const std::exception& e) {
     std::cerr << "could not restore the " << backend_name() << " server: " << e.what() << "\n";
   }
+}
+
+void retire_release_1_0(const TestEnv& env) {
+  if (on_postgres()) {
+    pg::install_roles(env, {"without_release_1_0=1"});
+    return;
+  }
+  REQUIRE_EXIT(
+      maria::sql(env, "SET @without_release_1_0 = 1;\nsource " +
+                          std::string(CLOCK_TEST_HELPERS_DIR) + "/../../sql/mariadb/roles.sql"),
+      0);
 }
 
 AppLogin::AppLogin(const TestEnv& env, int limit, const std::string& role) : m_env(env) {
@@ -106,6 +133,16 @@ int AppLogin::connections() const {
   INFO(count.describe());
   REQUIRE(count.status == 0);
   return std::stoi(count.out);
+}
+
+Command AppLogin::client_command(const Dialects& statements) const {
+  return on_postgres()
+             ? pg::psql_command(m_env, m_env.url() + " user=" + m_name, statements.postgres)
+             : maria::client_command(m_env, m_name, statements.mariadb);
+}
+
+Result AppLogin::sql(const Dialects& statements) const {
+  return run(client_command(statements), m_env.path("output"));
 }
 
 }  // namespace clk::test::server

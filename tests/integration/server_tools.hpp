@@ -17,6 +17,20 @@ namespace clk::test::server {
 // Decorates a TEST_CASE that applies to the SQL servers: skipped on SQLite.
 doctest::skip only_on_servers();
 
+// One statement text per server's dialect.
+struct Dialects {
+  std::string postgres{};
+  std::string mariadb{};
+};
+
+// The statements of this run's server on the test's database, as its
+// superuser (psql -A -t, mariadb -N -B: rows only).
+Result sql(const TestEnv& env, const Dialects& statements);
+// That client command, to spawn.
+Command sql_command(const TestEnv& env, const Dialects& statements);
+// The first line of what they print; REQUIREs that they succeed.
+std::string sql_value(const TestEnv& env, const Dialects& statements);
+
 // Stops the server (a fast, clean shutdown: clients see their connections
 // closed, then refused) and starts it again (returning once it answers).
 Result stop(const TestEnv& env);
@@ -36,6 +50,11 @@ class Restorer {
   const TestEnv& m_env;
 };
 
+// roles.sql run again as a site does once no host runs v1.0.0
+// (docs/upgrades.md): with without_release_1_0 set, so that the roles keep
+// this release's routines and lose release 1.0's.
+void retire_release_1_0(const TestEnv& env);
+
 // A login of the backend under test in `role` of roles.sql (installed
 // first: clock_app, clock_operator, clock_reader), with at most `limit`
 // connections (0: no limit; a
@@ -53,6 +72,10 @@ class AppLogin {
   std::map<std::string, std::string> env() const;
   // How many client connections it has now.
   int connections() const;
+  // The statements of this run's server, sent as this login.
+  Result sql(const Dialects& statements) const;
+  // That client command, to spawn.
+  Command client_command(const Dialects& statements) const;
   const std::string& name() const { return m_name; }
 
  private:

@@ -2,12 +2,15 @@
 // granted clock_app can acquire, renew, release its own locks, run, and read
 // status and history, but cannot force a release or collect garbage; one
 // granted clock_operator can also release --force and gc: on both servers,
-// through clock itself (ServerRoles). On PostgreSQL also: the app role cannot
+// through clock itself (ServerRoles). On both, too: the bounds of a call
+// (docs/threat-model.md) and roles.sql without release 1.0's routines,
+// through raw calls as those logins. On PostgreSQL also: the app role cannot
 // change or drop the schema or write the lock table and history behind the
 // functions' back (MariaDB's grants, procedure by procedure:
 // tests/mariadb/test_procedures.sh). Each test logs in as fresh roles.
 #include <csignal>
 #include <map>
+#include <memory>
 #include <random>
 #include <regex>
 #include <string>
@@ -70,6 +73,8 @@ class ServerRoles {
   const std::string& app_name() const { return m_app.name(); }
   std::map<std::string, std::string> as_app() const { return m_app.env(); }
   std::map<std::string, std::string> as_operator() const { return m_operator.env(); }
+  const server::AppLogin& app() const { return m_app; }
+  const server::AppLogin& operator_login() const { return m_operator; }
 
  private:
   server::AppLogin m_app, m_operator;
@@ -171,30 +176,44 @@ TEST_SUITE("least privilege") {
   }
 
   // docs/upgrades.md: once no host runs v1.0.0, roles.sql run again with
-  // without_release_1_0 takes release 1.0's functions, which have none of
+  // without_release_1_0 takes release 1.0's routines, which have none of
   // this release's bounds, from the roles, and clock keeps working.
   TEST_CASE(
-      "roles.sql -v without_release_1_0=1 takes release 1.0's unbounded functions from "
-      "clock_app, and clock runs, waits, reads and releases as before" *
-      ::clk::test::only_on("postgres")) {
+      "roles.sql with without_release_1_0 takes release 1.0's unbounded routines from "
+      "clock_app and clock_reader, and clock runs, waits, reads and releases as before" *
+      server::only_on_servers()) {
     TestEnv env;
-    const std::string old_call =
-        "SELECT clock.try_acquire('', (SELECT array_agg('b.n' || g) FROM generate_series(1, "
-        "100) g), 'exclusive', 0, gen_random_uuid(), 60000, 'r', false, 'h', '', 1, 'u', 'c', "
-        "NULL, false, '', 'x', 1)";
+    ServerRoles roles(env);
+    // Release 1.0's acquire and status, unsuffixed, as v1.0.0 hosts call them.
+    const server::Dialects old_acquire = {
+        .postgres =
+            "SELECT clock.try_acquire('', (SELECT array_agg('b.n' || g) FROM "
+            "generate_series(1, 100) g), 'exclusive', 0, gen_random_uuid(), 60000, 'r', "
+            "false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', 1)",
+        .mariadb =
+            "CALL clock_try_acquire('', '[\"b\"]', 'exclusive', 0, UUID(), 60000, 'r', "
+            "false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', NULL, 0)"};
+    const server::Dialects old_status = {
+        .postgres = "SELECT * FROM clock.status_rows('', '', false)",
+        .mariadb = "CALL clock_status_rows('', '', false)"};
+    auto denied = [](const Result& result) {
+      return result.status != 0 && (result.err.find("permission denied") != std::string::npos ||
+                                    result.err.find("command denied") != std::string::npos);
+    };
     {
-      Roles kept(env);  // during the upgrade: v1.0.0 hosts still call them
-      Result allowed = psql(env, kept.app_url(), old_call);
+      // During the upgrade: v1.0.0 hosts still call them.
+      Result allowed = roles.app().sql(old_acquire);
       INFO(allowed.describe());
-      CHECK(allowed.err.find("permission denied") == std::string::npos);
+      CHECK_FALSE(denied(allowed));
     }
-    Roles roles(env, {"without_release_1_0=1"});
-    Result denied = psql(env, roles.app_url(), old_call);
-    INFO(denied.describe());
-    CHECK(denied.status != 0);
-    CHECK(denied.err.find("permission denied for function try_acquire") != std::string::npos);
-    Result reader = psql(env, roles.app_url(), "SELECT * FROM clock.status_rows('', '', false)");
-    CHECK(reader.err.find("permission denied") != std::string::npos);
+    server::retire_release_1_0(env);
+    Result refused = roles.app().sql(old_acquire);
+    INFO(refused.describe());
+    CHECK(denied(refused));
+    CHECK(refused.err.find("try_acquire") != std::string::npos);
+    Result reader = roles.app().sql(old_status);
+    INFO(reader.describe());
+    CHECK(denied(reader));
 
     CHECK_EXIT(env.clock({"run", "-n", "-r", "app.job", "--", "true"}, roles.as_app()), 0);
     Acquired held = acquire_as(env, roles.as_app(), {"-r", "app.queue", "--ttl", "1m"});
@@ -403,42 +422,61 @@ TEST_SUITE("least privilege") {
   // call's transaction open, and one that names 20,000 resources in one
   // call, beside a job renewing a 3 s lease of that hierarchy, a sibling's
   // run -n and an operator's forced release, all calling this release's
-  // functions (its routine set). Without the bounds the open transaction held
+  // routines (its routine set). Without the bounds the open transaction held
   // the hierarchy's row for as long as the login liked: the job lost its
   // lease (79), the sibling waited its 2 s and was recorded as skipped (75)
   // and the forced release timed out (69); the long call held it for a
-  // minute.
+  // minute. A PostgreSQL function runs in its caller's transaction, which
+  // then ends within 1 s; a MariaDB procedure commits its own, so it
+  // refuses to run inside one the caller opened (where its START
+  // TRANSACTION used to commit the caller's work without a word).
   TEST_CASE(
-      "clock_app cannot stall a hierarchy: a transaction left open after a call ends "
-      "within 1 s, and a call naming 20,000 resources is refused at once" *
-      ::clk::test::only_on("postgres")) {
+      "clock_app cannot stall a hierarchy: a call in a transaction it keeps open ends within "
+      "1 s or is refused, and a call naming 20,000 resources is refused at once" *
+      server::only_on_servers()) {
     TestEnv env;
-    Roles roles(env);
-    Result set = psql(env, env.url(), "SELECT name FROM clock.routine_sets WHERE name <> 'clock'");
-    REQUIRE_EXIT(set, 0);
-    REQUIRE(set.out.starts_with("clock_r"));
-    const std::string functions = set.out.substr(0, set.out.find('\n'));
+    ServerRoles roles(env);
+    const bool postgres = backend_name() == "postgres";
+    const std::string set = server::sql_value(
+        env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'",
+              .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
+    REQUIRE(!set.empty());  // clock init installed this release's set
     auto job = env.spawn(env.clock_command(
         {"run", "--ttl", "3s", "-r", "stall.job", "--", "sleep", "5"}, roles.as_app()));
     REQUIRE(await([&] { return !env.holders_of("stall.job").empty(); }, 30s));
     Acquired victim = acquire_as(env, roles.as_app(), {"-r", "stall.victim", "--ttl", "60s"});
 
-    pg::PsqlSession hostile(env, roles.app_url());
-    hostile.execute("\\set ON_ERROR_STOP off");
-    hostile.execute("BEGIN");
-    std::string granted = hostile.execute(
-        "SELECT " + functions +
-        ".try_acquire('', '{stall.other}', 'exclusive', 0, gen_random_uuid(), 60000, "
-        "'r-hostile', true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')");
-    INFO("in a transaction: " << granted);
-    CHECK(granted.find("granted") != std::string::npos);
-    // Left open, holding the hierarchy's row: the session ends 1 s later.
+    std::unique_ptr<pg::PsqlSession> hostile;
+    if (postgres) {
+      hostile = std::make_unique<pg::PsqlSession>(env, roles.as_app().at("CLOCK_DATABASE_URL"));
+      hostile->execute("\\set ON_ERROR_STOP off");
+      hostile->execute("BEGIN");
+      std::string granted = hostile->execute(
+          "SELECT " + set +
+          ".try_acquire('', '{stall.other}', 'exclusive', 0, gen_random_uuid(), 60000, "
+          "'r-hostile', true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')");
+      INFO("in a transaction: " << granted);
+      CHECK(granted.find("granted") != std::string::npos);
+      // Left open, holding the hierarchy's row: the session ends 1 s later.
+    } else {
+      Result refused = roles.app().sql(
+          {.mariadb = "START TRANSACTION; CALL clock_try_acquire" + set +
+                      "('', '[\"stall.other\"]', 'exclusive', 0, UUID(), 60000, 'r-hostile', "
+                      "true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', NULL, 0)"});
+      INFO(refused.describe());
+      CHECK(refused.status != 0);
+      CHECK(refused.err.find("one statement of their own") != std::string::npos);
+    }
 
-    auto many = env.spawn(env.command(
-        {"psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", roles.app_url(), "-c",
-         "SELECT " + functions +
-             ".renew('', (SELECT array_agg('stall.n' || g) FROM generate_series(1, 20000) g), "
-             "gen_random_uuid(), '{}', 60000, '', 'x')"}));
+    auto many = env.spawn(roles.app().client_command(
+        {.postgres = "SELECT " + set +
+                     ".renew('', (SELECT array_agg('stall.n' || g) FROM generate_series(1, "
+                     "20000) g), gen_random_uuid(), '{}', 60000, '', 'x')",
+         // Built on the server: one argument may not hold 240 kB.
+         .mariadb = "SET max_recursive_iterations = 30000; CALL clock_renew" + set +
+                    "('', (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                    "WHERE i < 20000) SELECT JSON_ARRAYAGG(CONCAT('stall.n', i)) FROM n), "
+                    "UUID(), '[]', 60000, '', 'x')"}));
     auto sibling = env.spawn(
         env.clock_command({"run", "-n", "-r", "stall.sib", "--", "true"}, roles.as_app()));
     Result forced = env.clock({"release", "--force", "-r", "stall.victim"}, roles.as_operator());
@@ -453,11 +491,13 @@ TEST_SUITE("least privilege") {
     CHECK(victim.token() > 0);
     Result skipped = env.clock({"history", "stall.sib", "--event", "skipped", "--format", "json"});
     CHECK(json::parse(skipped.out)["events"].empty());
-    Result idle = psql(env, env.url(),
-                       "SELECT count(*) FROM pg_stat_activity WHERE usename = '" +
-                           roles.app_name() + "' AND state LIKE 'idle in transaction%'");
-    CHECK(idle.out == "0\n");
-    hostile.finish();
+    if (postgres) {
+      Result idle = psql(env, env.url(),
+                         "SELECT count(*) FROM pg_stat_activity WHERE usename = '" +
+                             roles.app_name() + "' AND state LIKE 'idle in transaction%'");
+      CHECK(idle.out == "0\n");
+      hostile->finish();
+    }
   }
 
   // docs/threat-model.md, "Bounds of a call": every routine of this
@@ -465,61 +505,129 @@ TEST_SUITE("least privilege") {
   // holders too, refuses more than 64 resources and over-long text before
   // it takes any.
   TEST_CASE("every routine of this release refuses 65 resources and over-long text at once" *
-            ::clk::test::only_on("postgres")) {
+            server::only_on_servers()) {
     TestEnv env;
-    Roles roles(env);
-    Result set = psql(env, env.url(), "SELECT name FROM clock.routine_sets WHERE name <> 'clock'");
-    REQUIRE_EXIT(set, 0);
-    const std::string f = set.out.substr(0, set.out.find('\n')) + ".";
-    const std::string names = "(SELECT array_agg('b.n' || g) FROM generate_series(1, 65) g)";
-    const std::string id = "gen_random_uuid()";
-    const std::vector<std::pair<std::string, std::string>> calls = {
-        {f + "try_acquire('', " + names + ", 'exclusive', 0, " + id +
-             ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')",
-         "65 resources in one call: at most 64"},
-        {f + "renew('', " + names + ", " + id + ", '{}', 60000, '', 'x')",
-         "65 resources in one call: at most 64"},
-        {f + "note_leftovers('', " + names + ", " + id + ", '{}', '[]', '', 'x')",
-         "65 resources in one call: at most 64"},
-        {f + "release('', " + names + ", " + id + ", '', 'x', 'h', '{}', false)",
-         "65 resources in one call: at most 64"},
-        {f + "release2('', " + names + ", " + id + ", '', 'x', 'h', '{}', false, 0, NULL)",
-         "65 resources in one call: at most 64"},
-        {f + "leave_queue('', " + names + ", " + id + ", 'r', '')",
-         "65 resources in one call: at most 64"},
-        {f + "record_missed_run('timed_out', '', " + names + ", " + id +
-             ", 'exclusive', 'h', '', 1, 'u', 'c', NULL, '')",
-         "65 resources in one call: at most 64"},
-        {f + "expect_runs('', " + names + ", 1000, " + id + ", '', 'x')",
-         "65 resources in one call: at most 64"},
-        {f + "note_holder('', " + names + ", " + id + ", '{}', 'boot', 1, 1, 1, 0, '', '', 'x')",
-         "65 resources in one call: at most 64"},
-        {f + "end_dead_lease('', 'b', " + id + ", 1, 'boot', 1, 1, 1, repeat('x', 513))",
-         "too long"},
-        {f + "note_leftovers('', '{b}', " + id +
-             ", '{}', (SELECT jsonb_agg(jsonb_build_object('pid', g, 'command', 'x', 'fate', "
-             "'running')) FROM generate_series(1, 65) g), '', 'x')",
-         "too many leftovers: at most 64"},
-        {f + "note_leftovers('', '{b}', " + id +
-             ", '{}', jsonb_build_array(jsonb_build_object('pid', 1, 'command', repeat('x', "
-             "140000), 'fate', 'running')), '', 'x')",
-         "too many leftovers: at most 64"},
-        {f + "try_acquire('', '{b}', 'exclusive', 0, " + id +
-             ", 60000, 'r', false, 'h', '', 1, 'u', repeat('c', 4097), NULL, false, '', 'x')",
-         "too long"},
-        {f + "release2('', '{b}', " + id +
-             ", '', 'x', 'h', (SELECT array_agg(g::bigint) FROM generate_series(1, 65) g), false, "
-             "0, NULL)",
-         "a lineage of 65 pids: at most 64"}};
+    ServerRoles roles(env);
+    // Each call with the refusal it must meet, in the server's dialect.
+    std::vector<std::pair<std::string, std::string>> calls;
+    std::string force_release;
+    if (backend_name() == "postgres") {
+      const std::string f = server::sql_value(env, {.postgres = "SELECT name FROM "
+                                                                "clock.routine_sets WHERE name <> "
+                                                                "'clock'"}) +
+                            ".";
+      const std::string names = "(SELECT array_agg('b.n' || g) FROM generate_series(1, 65) g)";
+      const std::string id = "gen_random_uuid()";
+      calls = {
+          {"SELECT " + f + "try_acquire('', " + names + ", 'exclusive', 0, " + id +
+               ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "renew('', " + names + ", " + id + ", '{}', 60000, '', 'x')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "note_leftovers('', " + names + ", " + id + ", '{}', '[]', '', 'x')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "release('', " + names + ", " + id + ", '', 'x', 'h', '{}', false)",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "release2('', " + names + ", " + id +
+               ", '', 'x', 'h', '{}', false, 0, NULL)",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "leave_queue('', " + names + ", " + id + ", 'r', '')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "record_missed_run('timed_out', '', " + names + ", " + id +
+               ", 'exclusive', 'h', '', 1, 'u', 'c', NULL, '')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "expect_runs('', " + names + ", 1000, " + id + ", '', 'x')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "note_holder('', " + names + ", " + id +
+               ", '{}', 'boot', 1, 1, 1, 0, '', '', 'x')",
+           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "end_dead_lease('', 'b', " + id +
+               ", 1, 'boot', 1, 1, 1, repeat('x', 513))",
+           "too long"},
+          {"SELECT " + f + "note_leftovers('', '{b}', " + id +
+               ", '{}', (SELECT jsonb_agg(jsonb_build_object('pid', g, 'command', 'x', 'fate', "
+               "'running')) FROM generate_series(1, 65) g), '', 'x')",
+           "too many leftovers: at most 64"},
+          {"SELECT " + f + "note_leftovers('', '{b}', " + id +
+               ", '{}', jsonb_build_array(jsonb_build_object('pid', 1, 'command', repeat('x', "
+               "140000), 'fate', 'running')), '', 'x')",
+           "too many leftovers: at most 64"},
+          {"SELECT " + f + "try_acquire('', '{b}', 'exclusive', 0, " + id +
+               ", 60000, 'r', false, 'h', '', 1, 'u', repeat('c', 4097), NULL, false, '', 'x')",
+           "too long"},
+          {"SELECT " + f + "release2('', '{b}', " + id +
+               ", '', 'x', 'h', (SELECT array_agg(g::bigint) FROM generate_series(1, 65) g), "
+               "false, 0, NULL)",
+           "a lineage of 65 pids: at most 64"}};
+      force_release = "SELECT " + f + "force_release('', " + names + ", 'x')";
+    } else {
+      const std::string suffix = server::sql_value(
+          env, {.mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
+      REQUIRE(!suffix.empty());
+      auto call = [&](const std::string& name, const std::string& arguments) {
+        return "CALL clock_" + name + suffix + "(" + arguments + ")";
+      };
+      json names_json = json::array(), pids_json = json::array(), leftovers_json = json::array();
+      for (int i = 1; i <= 65; ++i) {
+        names_json.push_back("b.n" + std::to_string(i));
+        pids_json.push_back(i);
+        leftovers_json.push_back({{"pid", i}, {"command", "x"}, {"fate", "running"}});
+      }
+      const std::string names = "'" + names_json.dump() + "'";
+      const std::string pids = "'" + pids_json.dump() + "'";
+      const std::string leftovers = "'" + leftovers_json.dump() + "'";
+      const std::string id = "UUID()";
+      calls = {
+          {call("try_acquire", "'', " + names + ", 'exclusive', 0, " + id +
+                                   ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', "
+                                   "'x', NULL, 0"),
+           "65 resources in one call: at most 64"},
+          {call("renew", "'', " + names + ", " + id + ", '[]', 60000, '', 'x'"),
+           "65 resources in one call: at most 64"},
+          {call("note_leftovers", "'', " + names + ", " + id + ", '[]', '[]', '', 'x'"),
+           "65 resources in one call: at most 64"},
+          {call("release", "'', " + names + ", " + id + ", '', 'x', 'h', '[]', false"),
+           "65 resources in one call: at most 64"},
+          {call("release2", "'', " + names + ", " + id + ", '', 'x', 'h', '[]', false, 0, NULL"),
+           "65 resources in one call: at most 64"},
+          {call("leave_queue", "'', " + names + ", " + id + ", 'r', ''"),
+           "65 resources in one call: at most 64"},
+          {call("record_missed_run", "'timed_out', '', " + names + ", " + id +
+                                         ", 'exclusive', 'h', '', 1, 'u', 'c', NULL, ''"),
+           "65 resources in one call: at most 64"},
+          {call("expect_runs", "'', " + names + ", 1000, " + id + ", '', 'x'"),
+           "65 resources in one call: at most 64"},
+          {call("note_holder",
+                "'', " + names + ", " + id + ", '[]', 'boot', 1, 1, 1, 0, '', '', 'x'"),
+           "65 resources in one call: at most 64"},
+          {call("end_dead_lease", "'', 'b', " + id + ", 1, 'boot', 1, 1, 1, REPEAT('x', 513)"),
+           "too long"},
+          {call("note_leftovers", "'', '[\"b\"]', " + id + ", '[]', " + leftovers + ", '', 'x'"),
+           "too many leftovers: at most 64"},
+          {call("note_leftovers", "'', '[\"b\"]', " + id +
+                                      ", '[]', JSON_ARRAY(JSON_OBJECT('pid', 1, 'command', "
+                                      "REPEAT('x', 140000), 'fate', 'running')), '', 'x'"),
+           "too many leftovers: at most 64"},
+          {call("try_acquire", "'', '[\"b\"]', 'exclusive', 0, " + id +
+                                   ", 60000, 'r', false, 'h', '', 1, 'u', REPEAT('c', 4097), NULL, "
+                                   "false, '', 'x', NULL, 0"),
+           "too long"},
+          {call("release2",
+                "'', '[\"b\"]', " + id + ", '', 'x', 'h', " + pids + ", false, 0, NULL"),
+           // Worded otherwise than PostgreSQL's "a lineage of 65 pids: at most 64".
+           "a lineage of more than 64 pids"}};
+      force_release = call("force_release", "'', " + names + ", 'x'");
+    }
     for (const auto& [call, refusal] : calls) {
-      Result result = psql(env, roles.app_url(), "SELECT " + call);
+      Result result = roles.app().sql({.postgres = call, .mariadb = call});
       INFO(call << "\n" << result.describe());
       CHECK(result.status != 0);
       CHECK(result.err.find(refusal) != std::string::npos);
     }
     Result forced =
-        psql(env, roles.operator_url(), "SELECT " + f + "force_release('', " + names + ", 'x')");
+        roles.operator_login().sql({.postgres = force_release, .mariadb = force_release});
     INFO(forced.describe());
+    CHECK(forced.status != 0);
     CHECK(forced.err.find("65 resources in one call: at most 64") != std::string::npos);
   }
 

@@ -9,6 +9,7 @@
 
 #include "common_helpers.hpp"
 #include "harness.hpp"
+#include "mariadb_tools.hpp"
 #include "postgres_tools.hpp"
 
 using namespace clk::test;
@@ -177,5 +178,28 @@ TEST_SUITE("owner proof") {
         10s));
     CHECK(contains(logged_since(), "try_acquire("));
     CHECK_FALSE(contains(logged_since(), kept_secret));
+  }
+
+  // MariaDB's general log writes every statement with its values, owner
+  // secrets included; it is the server's, not a database's: set for this
+  // test only, and put back as it was.
+  TEST_CASE("a MariaDB server whose general log is on is named by clock init" *
+            only_on("mariadb")) {
+    TestEnv env;
+    const std::string was = maria::sql(env, "SELECT @@GLOBAL.general_log").out.substr(0, 1);
+    REQUIRE((was == "0" || was == "1"));
+    struct PutBack {
+      const TestEnv& env;
+      std::string value;
+      ~PutBack() { maria::sql(env, "SET GLOBAL general_log = " + value); }
+    } put_back{env, was};
+    REQUIRE_EXIT(maria::sql(env, "SET GLOBAL general_log = 1"), 0);
+    Result warned = env.clock({"init"});
+    CHECK_EXIT(warned, 0);
+    CHECK(contains(warned.err, "general log, so owner secrets reach it"));
+    REQUIRE_EXIT(maria::sql(env, "SET GLOBAL general_log = 0"), 0);
+    Result quiet = env.clock({"init"});
+    CHECK_EXIT(quiet, 0);
+    CHECK_FALSE(contains(quiet.err, "owner secrets"));
   }
 }

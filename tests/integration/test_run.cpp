@@ -1,10 +1,15 @@
 // clock run (man clock, COMMANDS): the child's status passes through, the lock is held
 // exactly while the child runs, signals reach the child, the child never
 // outlives a killed clock, and nested runs re-enter.
+#include <ctime>
+#include <iomanip>
 #include <regex>
+#include <set>
 #include <signal.h>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -12,6 +17,19 @@
 #include "harness.hpp"
 
 using namespace clk::test;
+
+namespace {
+
+// Milliseconds since the epoch of status's "2026-11-29T01:23:41.123Z".
+long long ms_of(const std::string& iso8601) {
+  std::tm utc{};
+  std::istringstream in(iso8601);
+  in >> std::get_time(&utc, "%Y-%m-%dT%H:%M:%S");
+  REQUIRE_MESSAGE(!in.fail(), iso8601);
+  return static_cast<long long>(timegm(&utc)) * 1000 + std::stoll(iso8601.substr(20, 3));
+}
+
+}  // namespace
 
 TEST_SUITE("run") {
   TEST_CASE("clock run passes the child's exit status through and releases the lock") {
@@ -406,5 +424,49 @@ TEST_SUITE("run") {
     Result finished = run->wait(60s);
     CHECK_EXIT(finished, 0);
     CHECK(finished.err.empty());
+  }
+
+  // A renewal in the same second as the grant, or as the renewal before,
+  // changes nothing a second-precision column could see: it must not read
+  // as "0 rows changed", a lost lease (the bug of DATETIME(0) expiries).
+  TEST_CASE("a 1 s lease renewed every third of a second for two seconds is never lost") {
+    TestEnv env;
+    // On a database clock has not set up yet, MariaDB's first run loses
+    // its 1 s lease before its first renewal (exit 79): set up first.
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    auto run = env.spawn(env.clock_command({"run", "--ttl", "1s", "-r", "same.second", "--", "sh",
+                                            "-c", env.holding_script("child")}));
+    REQUIRE(env.await_started("child"));
+    long long acquired = 0, renewed = 0;
+    bool renewed_for_two_seconds = await(
+        [&] {
+          auto holders = env.holders_of("same.second");
+          REQUIRE(holders.size() == 1);
+          acquired = ms_of(holders[0]["acquired_at"]);
+          renewed = ms_of(holders[0]["renewed_at"]);
+          // Each renewal sets the lease to expire one TTL later.
+          CHECK(ms_of(holders[0]["expires_at"]) - renewed == 1000);
+          return renewed - acquired >= 2000;
+        },
+        30s, 50ms);
+    INFO("renewed " << renewed - acquired << " ms after the grant");
+    CHECK(renewed_for_two_seconds);
+    env.let_go("child");
+    Result finished = run->wait(60s);
+    CHECK_EXIT(finished, 0);
+    CHECK(finished.err.empty());
+    Result history = env.clock({"history", "same.second", "--format", "json"});
+    REQUIRE_EXIT(history, 0);
+    const nlohmann::json reply = nlohmann::json::parse(history.out);
+    std::vector<std::string> events;  // newest first
+    std::set<long long> tokens;
+    for (const auto& event : reply.at("events")) {
+      events.push_back(event.at("event"));
+      tokens.insert(event.at("token").get<long long>());
+    }
+    INFO(history.out);
+    CHECK(events == std::vector<std::string>{"released", "acquired"});
+    CHECK(tokens.size() == 1);
+    CHECK(env.holders_of("same.second").empty());
   }
 }

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# What the MariaDB procedure tests (test_procedures.sh, test_acquire.sh)
+# What the MariaDB procedure tests (test_procedures.sh)
 # share: the skip rule without a server, the SQL directory under test, the
 # root client on the test server's socket and the check helpers. Sourced
 # after `db` names the test's database.
