@@ -26,13 +26,15 @@ std::string unique_name() {
   return out.str();
 }
 
-// The server's root over its unix socket (with-mariadb.sh: unix_socket
-// authentication, so no password), as the mariadb tests' scripts connect.
-std::vector<std::string> root_client(const std::string& database, const std::string& statements) {
+// The mariadb client as `user` over the server's unix socket: root by
+// unix_socket authentication (with-mariadb.sh), the tests' logins with no
+// password.
+std::vector<std::string> client(const std::string& user, const std::string& database,
+                                const std::string& statements) {
   std::vector<std::string> argv = {"mariadb",
                                    "--protocol=socket",
                                    "--socket=" + getenv_or("CLOCK_TEST_MARIADB_SOCKET", ""),
-                                   "-uroot",
+                                   "-u" + user,
                                    "-N",
                                    "-B"};
   if (!database.empty())
@@ -40,6 +42,11 @@ std::vector<std::string> root_client(const std::string& database, const std::str
   argv.push_back("-e");
   argv.push_back(statements);
   return argv;
+}
+
+// The server's root, as the mariadb tests' scripts connect.
+std::vector<std::string> root_client(const std::string& database, const std::string& statements) {
+  return client("root", database, statements);
 }
 
 // The runner's own environment: the backend exists before the test's does.
@@ -117,9 +124,13 @@ std::unique_ptr<Backend> make_backend(const std::filesystem::path& dir) {
 }
 
 Result sql(const TestEnv& env, const std::string& statements) {
+  return sql_as(env, "root", statements);
+}
+
+Result sql_as(const TestEnv& env, const std::string& user, const std::string& statements) {
   std::string database = env.url().substr(0, env.url().find('?'));
   database = database.substr(database.rfind('/') + 1);
-  return run(env.command(root_client(database, statements)), env.path("output"));
+  return run(env.command(client(user, database, statements)), env.path("output"));
 }
 
 Result mariadb_ctl(const TestEnv& env, const std::string& action,

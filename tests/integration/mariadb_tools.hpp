@@ -48,6 +48,8 @@ std::unique_ptr<Backend> make_backend(const std::filesystem::path& dir);
 // `mariadb -N -B -e SQL` as the server's root on the test's database, with
 // the test's environment (stdout: tab-separated rows, no header).
 Result sql(const TestEnv& env, const std::string& statements);
+// The same as account `user`@localhost (no password), in its default roles.
+Result sql_as(const TestEnv& env, const std::string& user, const std::string& statements);
 
 // tests/helpers/mariadb-ctl.sh stop|start|restart on the server of
 // with-mariadb.sh (a clean shutdown; start returns once it answers).

@@ -96,6 +96,12 @@ std::map<std::string, std::string> AppLogin::env() const {
   return {{"CLOCK_DATABASE_URL", url}};
 }
 
+Result AppLogin::sql(const std::string& statements) const {
+  if (on_postgres())
+    return pg::psql(m_env, m_env.url() + " user=" + m_name, statements);
+  return maria::sql_as(m_env, m_name, statements);
+}
+
 int AppLogin::connections() const {
   Result count =
       on_postgres()

@@ -53,6 +53,9 @@ class AppLogin {
   std::map<std::string, std::string> env() const;
   // How many client connections it has now.
   int connections() const;
+  // `statements` run as this login on the test's database, through the
+  // server's own client (psql, mariadb).
+  Result sql(const std::string& statements) const;
   const std::string& name() const { return m_name; }
 
  private:
