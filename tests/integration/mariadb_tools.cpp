@@ -127,10 +127,13 @@ Result sql(const TestEnv& env, const std::string& statements) {
   return sql_as(env, "root", statements);
 }
 
-Result sql_as(const TestEnv& env, const std::string& user, const std::string& statements) {
+std::string database_of(const TestEnv& env) {
   std::string database = env.url().substr(0, env.url().find('?'));
-  database = database.substr(database.rfind('/') + 1);
-  return run(env.command(client(user, database, statements)), env.path("output"));
+  return database.substr(database.rfind('/') + 1);
+}
+
+Result sql_as(const TestEnv& env, const std::string& user, const std::string& statements) {
+  return run(env.command(client(user, database_of(env), statements)), env.path("output"));
 }
 
 Result mariadb_ctl(const TestEnv& env, const std::string& action,

@@ -688,4 +688,67 @@ TEST_SUITE("least privilege") {
     CHECK(run.err.find("roles.sql (clock_app to lock") != std::string::npos);
     CHECK(env.holders_of("reader.job").empty());
   }
+
+  // A login with a password that may not create (on MariaDB it may read the
+  // database): PostgreSQL's test server trusts local logins, so there the
+  // password is only there to be masked.
+  TEST_CASE(
+      "a login that may not create the schema: clock init exits 78 pointing at --print-sql, "
+      "its password masked" *
+      server::only_on_servers()) {
+    TestEnv env;
+    std::random_device random;
+    const std::string name = "clock_test_bare_" + std::to_string(random() % 1'000'000'000);
+    std::string url;
+    if (backend_name() == "postgres") {
+      REQUIRE_EXIT(psql(env, "CREATE ROLE " + name + " LOGIN"), 0);
+      url = env.url() + " user=" + name + " password=s3cretpw";
+    } else {
+      REQUIRE_EXIT(
+          maria::sql(env, "CREATE USER '" + name +
+                              "'@'localhost' IDENTIFIED BY 's3cretpw'; GRANT SELECT ON " + "`" +
+                              maria::database_of(env) + "`.* TO '" + name + "'@'localhost'"),
+          0);
+      url = env.url();
+      url.replace(url.find("root@"), 5, name + ":s3cretpw@");
+    }
+    Result denied = env.clock({"init"}, {{"CLOCK_DATABASE_URL", url}});
+    if (backend_name() == "postgres")
+      psql(env, "DROP ROLE IF EXISTS " + name);
+    else
+      maria::sql(env, "DROP USER IF EXISTS '" + name + "'@'localhost'");
+    CHECK_EXIT(denied, 78);
+    INFO(denied.err);
+    CHECK(denied.err.find("print-sql") != std::string::npos);
+    CHECK(denied.err.find("s3cretpw") == std::string::npos);
+  }
+
+  // On PostgreSQL, init by a login that may not create exits 78 even on a
+  // current schema, in clock_app or not: its migration script is refused
+  // ("permission denied for database").
+  TEST_CASE(
+      "a MariaDB login that may read but not create: init on a current schema exits 0, and "
+      "with a wrong password 78, the password masked" *
+      only_on("mariadb")) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    std::random_device random;
+    const std::string name = "clock_test_pw_" + std::to_string(random() % 1'000'000'000);
+    REQUIRE_EXIT(maria::sql(env, "CREATE USER '" + name +
+                                     "'@'localhost' IDENTIFIED BY 's3cretpw'; GRANT SELECT ON `" +
+                                     maria::database_of(env) + "`.* TO '" + name + "'@'localhost'"),
+                 0);
+    auto url_with = [&](const std::string& password) {
+      std::string url = env.url();
+      return url.replace(url.find("root@"), 5, name + ":" + password + "@");
+    };
+    Result current = env.clock({"init"}, {{"CLOCK_DATABASE_URL", url_with("s3cretpw")}});
+    Result wrong = env.clock({"init"}, {{"CLOCK_DATABASE_URL", url_with("wr0ngpw")}});
+    maria::sql(env, "DROP USER IF EXISTS '" + name + "'@'localhost'");
+    CHECK_EXIT(current, 0);
+    CHECK_EXIT(wrong, 78);
+    INFO(current.err << wrong.err);
+    CHECK(current.err.find("s3cretpw") == std::string::npos);
+    CHECK(wrong.err.find("wr0ngpw") == std::string::npos);
+  }
 }
