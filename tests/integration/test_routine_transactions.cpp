@@ -2,11 +2,11 @@
 // "the caller's session as it was"): an error part-way through a release, a
 // renewal, a forced release or a gc batch undoes what the call had already
 // changed, and a call leaves the session's autocommit, isolation level and
-// group_concat_max_len as it found them. MariaDB only: a PostgreSQL function
-// runs inside the caller's statement, which is atomic by itself, and
-// changes no session setting. The procedures are called as the server's root,
-// with a test-only trigger that makes the history record of resource "boom"
-// fail.
+// group_concat_max_len as it found them. MariaDB only: a procedure there
+// manages its own transaction and session settings, where a PostgreSQL
+// function runs inside the caller's statement, atomic by itself. The
+// procedures are called as the server's root, with a test-only trigger that
+// makes the history record of resource "boom" fail.
 #include <string>
 #include <vector>
 
