@@ -47,12 +47,6 @@ std::vector<std::string> root_client(const std::string& database, const std::str
   return client_as("root", database, statements);
 }
 
-// The test's database, from its URL (mariadb://root@localhost/NAME?socket=…).
-std::string database_of(const TestEnv& env) {
-  std::string database = env.url().substr(0, env.url().find('?'));
-  return database.substr(database.rfind('/') + 1);
-}
-
 // The runner's own environment: the backend exists before the test's does.
 Result run_as_runner(const std::vector<std::string>& argv, const std::filesystem::path& dir) {
   Command command;
@@ -125,6 +119,12 @@ Database::~Database() {
 
 std::unique_ptr<Backend> make_backend(const std::filesystem::path& dir) {
   return std::make_unique<MariadbBackend>(dir);
+}
+
+// The test's database, from its URL (mariadb://root@localhost/NAME?socket=…).
+std::string database_of(const TestEnv& env) {
+  std::string database = env.url().substr(0, env.url().find('?'));
+  return database.substr(database.rfind('/') + 1);
 }
 
 Result sql(const TestEnv& env, const std::string& statements) {

@@ -45,6 +45,9 @@ class Database {
 // The mariadb backend of the harness: one Database per test.
 std::unique_ptr<Backend> make_backend(const std::filesystem::path& dir);
 
+// The name of the test's database (from its URL).
+std::string database_of(const TestEnv& env);
+
 // `mariadb -N -B -e SQL` as the server's root on the test's database, with
 // the test's environment (stdout: tab-separated rows, no header).
 Result sql(const TestEnv& env, const std::string& statements);

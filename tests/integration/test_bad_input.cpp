@@ -151,6 +151,12 @@ TEST_SUITE("bad input") {
       CHECK_EXIT(result, 78);
       CHECK(result.err_lines().size() == 1);
     }
+    // A port out of range is named; the URL's password is not.
+    Result port = env.clock({"--database", "mysql://u:s3cretpw@h:99999/d", "init"});
+    CHECK_EXIT(port, 78);
+    INFO(port.err);
+    CHECK(port.err.find("port '99999'") != std::string::npos);
+    CHECK(port.err.find("s3cretpw") == std::string::npos);
     // The hint lists every scheme clock reads.
     Result unknown = env.clock({"--database", "oracle://db/clock", "acquire", "-r", "x"});
     CHECK_EXIT(unknown, 78);

@@ -2,12 +2,12 @@
 // granted clock_app can acquire, renew, release its own locks, run, and read
 // status and history, but cannot force a release or collect garbage; one
 // granted clock_operator can also release --force and gc: on both servers,
-// through clock itself (ServerRoles). On both, too: the bounds of a call
-// (docs/threat-model.md) and roles.sql without release 1.0's routines,
-// through raw calls as those logins. On PostgreSQL also: the app role cannot
-// change or drop the schema or write the lock table and history behind the
-// functions' back (MariaDB's grants, procedure by procedure:
-// tests/mariadb/test_procedures.sh). Each test logs in as fresh roles.
+// through clock itself (ServerRoles). On both servers also, in each server's
+// own SQL: no role can change or drop the schema, or read or write the lock
+// tables and history behind the routines' back, and clock_reader can only
+// read; the bounds of a call (docs/threat-model.md) and roles.sql without
+// release 1.0's routines, through raw calls as those logins. Each test logs
+// in as fresh roles.
 #include <csignal>
 #include <map>
 #include <memory>
@@ -20,6 +20,7 @@
 #include <doctest/doctest.h>
 
 #include "harness.hpp"
+#include "mariadb_tools.hpp"
 #include "owner_secret_scenario.hpp"
 #include "postgres_tools.hpp"
 #include "server_tools.hpp"
@@ -71,6 +72,7 @@ class ServerRoles {
   explicit ServerRoles(const TestEnv& env)
       : m_app(env, 0, "clock_app"), m_operator(env, 0, "clock_operator") {}
   const std::string& app_name() const { return m_app.name(); }
+  const std::string& operator_name() const { return m_operator.name(); }
   std::map<std::string, std::string> as_app() const { return m_app.env(); }
   std::map<std::string, std::string> as_operator() const { return m_operator.env(); }
   const server::AppLogin& app() const { return m_app; }
@@ -88,13 +90,6 @@ Acquired acquire_as(const TestEnv& env, const std::map<std::string, std::string>
   INFO(result.describe());
   REQUIRE(result.status == 0);
   return parse_acquired_shell(result.out);
-}
-
-long long history_rows(const TestEnv& env) {
-  Result count = psql(env, env.url(), "SELECT count(*) FROM clock.history");
-  INFO(count.describe());
-  REQUIRE(count.status == 0);
-  return std::stoll(count.out);
 }
 
 // Statements that would rewrite history or run counts, forge or drop leases, or
@@ -123,6 +118,92 @@ const std::vector<std::string> k_forbidden_sql = {
     "DELETE FROM clock.schema_migrations",
     "SELECT clock.record_event('released', now(), l, NULL) FROM clock.leases l",
 };
+
+// The same statements on MariaDB (tables in the test's database, procedures
+// named with this release's suffix `s`): tables only the definer's routines
+// may touch, and the helpers only they may call.
+std::vector<std::string> forbidden_mariadb_sql(const std::string& s) {
+  return {
+      "DELETE FROM history",
+      "UPDATE history SET event = 'released'",
+      "INSERT INTO history (at_us, event, namespace, resource, owner) "
+      "VALUES (1, 'released', '', 'x', UUID())",
+      "SELECT * FROM leases",
+      "SELECT secret_hash FROM leases",
+      "UPDATE leases SET expires_us = NULL",
+      "DELETE FROM leases",
+      "UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = 0",
+      "UPDATE run_counts SET count = 0",
+      "UPDATE tokens SET last = 1",
+      "DELETE FROM schema_migrations",
+      "DROP TABLE leases",
+      "ALTER TABLE history DROP COLUMN owner",
+      "CREATE TABLE evil (x INT)",
+      "CREATE PROCEDURE evil() SELECT 1",
+      "DROP PROCEDURE clock_release" + s,
+      "CALL clock_acq_dequeue" + s + "('', '[\"kept\"]', UUID())",
+      "CALL clock_rec_lock_hierarchies" + s + "('', '[\"kept\"]')",
+  };
+}
+
+// This release's routine set: its PostgreSQL schema, or the suffix of its
+// MariaDB procedures.
+std::string routine_set(const TestEnv& env) {
+  Result set = backend_name() == "postgres"
+                   ? psql(env, "SELECT name FROM clock.routine_sets WHERE name <> 'clock'")
+                   : maria::sql(env, "SELECT suffix FROM routine_sets WHERE suffix <> ''");
+  INFO(set.describe());
+  REQUIRE(set.status == 0);
+  std::string name = set.out.substr(0, set.out.find('\n'));
+  REQUIRE_FALSE(name.empty());
+  return name;
+}
+
+std::vector<std::string> forbidden_sql(const TestEnv& env) {
+  if (backend_name() == "postgres")
+    return k_forbidden_sql;
+  return forbidden_mariadb_sql(routine_set(env));
+}
+
+// What only clock_app may call: take, renew, note leftovers on and release
+// `owner`'s lock "kept" (or take another).
+std::vector<std::string> calls_beyond_a_reader(const TestEnv& env, const std::string& owner) {
+  const std::string set = routine_set(env);
+  if (backend_name() == "postgres") {
+    const std::string f = "SELECT " + set + ".";
+    return {f + "try_acquire('', '{other}', 'exclusive', 0, gen_random_uuid(), 60000, 'r', "
+                "false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x')",
+            f + "renew('', '{kept}', '" + owner + "', '{}', 60000, '', 'x')",
+            f + "note_leftovers('', '{kept}', '" + owner + "', '{}', '[]', '', 'x')",
+            f + "release('', '{kept}', '" + owner + "', '', 'x', 'h', '{}', false)"};
+  }
+  const std::string kept = "'', '[\"kept\"]', '" + owner + "'";
+  return {"CALL clock_try_acquire" + set +
+              "('', '[\"other\"]', 'exclusive', 0, UUID(), 60000, 'r', TRUE, 'h', '', 1, '', "
+              "'', NULL, TRUE, '', '', NULL, 0)",
+          "CALL clock_renew" + set + "(" + kept + ", '[]', 60000, '', 'x')",
+          "CALL clock_note_leftovers" + set + "(" + kept + ", '[]', '[]', '', 'x')",
+          "CALL clock_release" + set + "(" + kept + ", '', 'x', 'h', '[]', FALSE)"};
+}
+
+long long history_rows(const TestEnv& env) {
+  Result count = backend_name() == "postgres" ? psql(env, "SELECT count(*) FROM clock.history")
+                                              : maria::sql(env, "SELECT COUNT(*) FROM history");
+  INFO(count.describe());
+  REQUIRE(count.status == 0);
+  return std::stoll(count.out);
+}
+
+// `sql` as `login` fails for want of a privilege (PostgreSQL: permission
+// denied, must be owner; MariaDB: 1044, 1142, 1370 "… denied").
+void check_refused_to(const server::AppLogin& login, const std::string& sql) {
+  CAPTURE(sql);
+  Result result = login.sql({.postgres = sql, .mariadb = sql});
+  CHECK(result.status != 0);
+  INFO(result.err);
+  CHECK(std::regex_search(result.err, std::regex("permission denied|must be owner|ERROR "
+                                                 "(1044|1142|1370) .*denied")));
+}
 
 void check_refused_by_role(const TestEnv& env, const std::string& url, const std::string& sql) {
   CAPTURE(sql);
@@ -631,28 +712,46 @@ TEST_SUITE("least privilege") {
     CHECK(forced.err.find("65 resources in one call: at most 64") != std::string::npos);
   }
 
-  TEST_CASE("clock_app and clock_operator cannot alter the schema or rewrite leases and history" *
-            ::clk::test::only_on("postgres")) {
+  TEST_CASE(
+      "clock_app, clock_operator and clock_reader cannot alter the schema or rewrite leases and "
+      "history, and clock_reader cannot take, renew or release a lock" *
+      server::only_on_servers()) {
     TestEnv env;
-    Roles roles(env);
+    server::AppLogin app(env, 0, "clock_app");
+    server::AppLogin op(env, 0, "clock_operator");
+    server::AppLogin reader(env, 0, "clock_reader");
     Acquired held = env.acquire({"-r", "kept", "--ttl", "1h"});
     CHECK_EXIT(env.clock({"release", "-r", "kept", "--owner", held.credential}), 0);
     Acquired again = env.acquire({"-r", "kept", "--ttl", "1h"});
-    long long rows = history_rows(env);
+    const long long rows = history_rows(env);
     REQUIRE(rows >= 3);
-    for (const std::string& url : {roles.app_url(), roles.operator_url()}) {
-      CAPTURE(url);
-      for (const std::string& sql : k_forbidden_sql)
-        check_refused_by_role(env, url, sql);
+    const json before = env.holders_of("kept").at(0);
+    const std::string owner = again.owner;
+    for (const server::AppLogin* login : {&app, &op, &reader}) {
+      CAPTURE(login->name());
+      for (const std::string& sql : forbidden_sql(env))
+        check_refused_to(*login, sql);
+    }
+    for (const std::string& call : calls_beyond_a_reader(env, owner))
+      check_refused_to(reader, call);
+    if (backend_name() == "mariadb") {
+      // MariaDB refuses a routine it does not have as it refuses one the
+      // login may not call: the ones named above are there.
+      const std::string s = routine_set(env);
+      Result named =
+          maria::sql(env,
+                     "SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema = "
+                     "DATABASE() AND routine_name IN ('clock_release" +
+                         s + "', 'clock_acq_dequeue" + s + "', 'clock_rec_lock_hierarchies" + s +
+                         "', 'clock_try_acquire" + s + "', 'clock_renew" + s +
+                         "', 'clock_note_leftovers" + s + "')");
+      CHECK(named.out == "6\n");
     }
     CHECK(history_rows(env) == rows);
     auto holders = env.holders_of("kept");
     REQUIRE(holders.size() == 1);
-    CHECK(holders[0].value("token", 0LL) == again.token());
-    CHECK(psql(env, env.url(),
-               "SELECT 1 FROM pg_tables WHERE schemaname = 'clock' AND "
-               "tablename = 'evil'")
-              .out.find('1') == std::string::npos);
+    CHECK(holders[0]["token"] == before["token"]);
+    CHECK(holders[0]["expires_at"] == before["expires_at"]);
   }
 
   TEST_CASE("clock_operator can release --force and gc, recorded with who forced it" *
@@ -667,11 +766,110 @@ TEST_SUITE("least privilege") {
     Result history = env.clock({"history", "x", "--format", "json"}, roles.as_operator());
     CHECK_EXIT(history, 0);
     CHECK(history.out.find("forced") != std::string::npos);
+    const json events = json::parse(history.out)["events"];
+    bool by_operator = false;
+    for (const json& event : events) {
+      if (event.value("event", "") == "forced")
+        by_operator = event.value("db_user", "").find(roles.operator_name()) == 0;
+    }
+    CHECK(by_operator);
 
     env.acquire({"-r", "short", "--ttl", "1s"});
     REQUIRE(await([&] { return env.holders_of("short").empty(); }, 30s, 100ms));
     Result gc = env.clock({"gc"}, roles.as_operator());
     CHECK_EXIT(gc, 0);
     CHECK(env.holders_of("short", true).empty());
+  }
+
+  TEST_CASE(
+      "clock_reader reads status, history and missed runs; clock check and clock run tell it "
+      "it needs clock_app" *
+      server::only_on_servers()) {
+    TestEnv env;
+    server::AppLogin app(env, 0, "clock_app");
+    server::AppLogin reader(env, 0, "clock_reader");
+    env.acquire({"-r", "job", "--ttl", "1h"});
+    Result status = env.clock({"status", "--format", "json"}, reader.env());
+    CHECK_EXIT(status, 0);
+    CHECK(status.out.find("\"job\"") != std::string::npos);
+    Result history = env.clock({"history", "job", "--format", "json"}, reader.env());
+    CHECK_EXIT(history, 0);
+    CHECK(history.out.find("acquired") != std::string::npos);
+    CHECK_EXIT(env.clock({"missed"}, reader.env()), 0);
+
+    Result check = env.clock({"check"}, reader.env());
+    CHECK_EXIT(check, 78);
+    INFO(check.out);
+    CHECK(check.out.find("try_acquire") != std::string::npos);
+    CHECK(check.out.find("clock_app") != std::string::npos);
+    CHECK_EXIT(env.clock({"check"}, app.env()), 0);
+    Result run = env.clock({"run", "-r", "reader.job", "--", "true"}, reader.env());
+    CHECK_EXIT(run, 78);
+    INFO(run.err);
+    CHECK(run.err.find("roles.sql (clock_app to lock") != std::string::npos);
+    CHECK(env.holders_of("reader.job").empty());
+  }
+
+  // A login with a password that may not create (on MariaDB it may read the
+  // database): PostgreSQL's test server trusts local logins, so there the
+  // password is only there to be masked.
+  TEST_CASE(
+      "a login that may not create the schema: clock init exits 78 pointing at --print-sql, "
+      "its password masked" *
+      server::only_on_servers()) {
+    TestEnv env;
+    std::random_device random;
+    const std::string name = "clock_test_bare_" + std::to_string(random() % 1'000'000'000);
+    std::string url;
+    if (backend_name() == "postgres") {
+      REQUIRE_EXIT(psql(env, "CREATE ROLE " + name + " LOGIN"), 0);
+      url = env.url() + " user=" + name + " password=s3cretpw";
+    } else {
+      REQUIRE_EXIT(
+          maria::sql(env, "CREATE USER '" + name +
+                              "'@'localhost' IDENTIFIED BY 's3cretpw'; GRANT SELECT ON " + "`" +
+                              maria::database_of(env) + "`.* TO '" + name + "'@'localhost'"),
+          0);
+      url = env.url();
+      url.replace(url.find("root@"), 5, name + ":s3cretpw@");
+    }
+    Result denied = env.clock({"init"}, {{"CLOCK_DATABASE_URL", url}});
+    if (backend_name() == "postgres")
+      psql(env, "DROP ROLE IF EXISTS " + name);
+    else
+      maria::sql(env, "DROP USER IF EXISTS '" + name + "'@'localhost'");
+    CHECK_EXIT(denied, 78);
+    INFO(denied.err);
+    CHECK(denied.err.find("print-sql") != std::string::npos);
+    CHECK(denied.err.find("s3cretpw") == std::string::npos);
+  }
+
+  // On PostgreSQL, init by a login that may not create exits 78 even on a
+  // current schema, in clock_app or not: its migration script is refused
+  // ("permission denied for database").
+  TEST_CASE(
+      "a MariaDB login that may read but not create: init on a current schema exits 0, and "
+      "with a wrong password 78, the password masked" *
+      only_on("mariadb")) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    std::random_device random;
+    const std::string name = "clock_test_pw_" + std::to_string(random() % 1'000'000'000);
+    REQUIRE_EXIT(maria::sql(env, "CREATE USER '" + name +
+                                     "'@'localhost' IDENTIFIED BY 's3cretpw'; GRANT SELECT ON `" +
+                                     maria::database_of(env) + "`.* TO '" + name + "'@'localhost'"),
+                 0);
+    auto url_with = [&](const std::string& password) {
+      std::string url = env.url();
+      return url.replace(url.find("root@"), 5, name + ":" + password + "@");
+    };
+    Result current = env.clock({"init"}, {{"CLOCK_DATABASE_URL", url_with("s3cretpw")}});
+    Result wrong = env.clock({"init"}, {{"CLOCK_DATABASE_URL", url_with("wr0ngpw")}});
+    maria::sql(env, "DROP USER IF EXISTS '" + name + "'@'localhost'");
+    CHECK_EXIT(current, 0);
+    CHECK_EXIT(wrong, 78);
+    INFO(current.err << wrong.err);
+    CHECK(current.err.find("s3cretpw") == std::string::npos);
+    CHECK(wrong.err.find("wr0ngpw") == std::string::npos);
   }
 }

@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # clock init and init --print-sql on MariaDB, against the server of
 # tests/helpers/with-mariadb.sh:
-# - a user's clock opens a mariadb URL (no test-only switch), and a bad one
-#   says what is wrong, password masked;
+# - a user's clock opens a mariadb URL (no test-only switch);
 # - init creates the schema and the procedures of sql/mariadb/procedures, again is a
 #   no-op, re-applies the procedures when their recorded stamp differs and
 #   only then, works over TCP too, and --print-sql applied by the mariadb
 #   client makes the same schema and procedures; the first operation of a
 #   process migrates a database that is not current; the first schema
-#   (001) with a live lease is upgraded and keeps it;
-# - a login that may not create tables gets 78 pointing at --print-sql;
-# - with the roles of sql/mariadb/roles.sql, clock check tells a reader
-#   login what clock run needs, an app login runs, and a procedure a login
-#   may not execute exits 78 pointing at clock check.
+#   (001) with a live lease is upgraded and keeps it.
+# On both servers, in the integration suite: a bad URL's port named and its
+# password masked (test_bad_input.cpp); a login that may not create the
+# schema told of --print-sql, a wrong password, and what clock check and
+# clock run tell a clock_reader login (test_least_privilege.cpp).
 # Exits 77 (skipped) without a server.
 set -uo pipefail
 
@@ -50,13 +49,6 @@ check "a user's init on a mariadb URL exits 0 (got $status: $(cat "$work/err"))"
 run_clock --database "$(url_of "$db")" run -r users.job -- true 2>"$work/err"
 status=$?
 check "and a run exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
-
-# 2. A bad URL says what is wrong, without its password.
-run_clock --database "mysql://u:s3cretpw@h:99999/d" init 2>"$work/err"
-status=$?
-check "a bad port exits 78 (got $status)" test "$status" -eq 78
-check "the message names the port" grep -q "port '99999'" "$work/err"
-check "the message hides the password" bash -c "! grep -q s3cretpw '$work/err'"
 
 # 3. init creates the schema, and again is a no-op.
 db=$(fresh init)
@@ -188,61 +180,6 @@ check "and the procedures init makes" test "$(routines "$db")" = "$all_routines"
 check "and records the stamp init records" test "$(sql "$db" -e 'SELECT sha256 FROM procedures_stamp')" = "$stamp"
 run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
 check "clock init on the printed schema exits 0" test $? -eq 0
-
-# 6. A login that may not create tables: 78, pointing at --print-sql.
-db=$(fresh denied)
-sql -e "CREATE USER 'clock_app_$$'@'localhost' IDENTIFIED BY 's3cretpw';
-        GRANT SELECT ON \`$db\`.* TO 'clock_app_$$'@'localhost'"
-run_test_clock --database "mariadb://clock_app_$$:s3cretpw@localhost/$db?socket=$socket" init 2>"$work/err"
-status=$?
-check "init by a login without CREATE exits 78 (got $status: $(cat "$work/err"))" test "$status" -eq 78
-check "and says to run --print-sql" grep -q "print-sql" "$work/err"
-check "without the password" bash -c "! grep -q s3cretpw '$work/err'"
-migrated=init_$$_init
-sql -e "GRANT SELECT ON \`$migrated\`.* TO 'clock_app_$$'@'localhost'"
-run_test_clock --database "mariadb://clock_app_$$:s3cretpw@localhost/$migrated?socket=$socket" init 2>"$work/err"
-status=$?
-check "init by that login on a current schema exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
-run_test_clock --database "mariadb://clock_app_$$:wrong@localhost/$db?socket=$socket" init 2>"$work/err"
-status=$?
-check "a wrong password exits 78 (got $status: $(cat "$work/err"))" test "$status" -eq 78
-
-# 7. The roles of sql/mariadb/roles.sql as clock uses them: clock check
-# tells a reader login what clock run needs, an app login runs, and what a
-# login may not do exits 78 pointing at clock check.
-db=$(fresh roles)
-run_test_clock --database "$(url_of "$db")" init 2>"$work/err"
-check "init for the roles exits 0 ($(cat "$work/err"))" test $? -eq 0
-sql "$db" <"$(dirname "$0")/../../sql/mariadb/roles.sql"
-check "roles.sql applies" test $? -eq 0
-sql -e "CREATE USER 'app_$$'@'localhost' IDENTIFIED BY 'pw'; GRANT clock_app TO 'app_$$'@'localhost';
-        SET DEFAULT ROLE clock_app FOR 'app_$$'@'localhost';
-        CREATE USER 'reader_$$'@'localhost' IDENTIFIED BY 'pw';
-        GRANT clock_reader TO 'reader_$$'@'localhost';
-        SET DEFAULT ROLE clock_reader FOR 'reader_$$'@'localhost'"
-app_url="mariadb://app_$$:pw@localhost/$db?socket=$socket"
-reader_url="mariadb://reader_$$:pw@localhost/$db?socket=$socket"
-run_test_clock --database "$app_url" check >"$work/out" 2>&1
-status=$?
-check "clock check by an app login exits 0 (got $status: $(cat "$work/out"))" test "$status" -eq 0
-run_test_clock --database "$reader_url" check >"$work/out" 2>&1
-status=$?
-check "clock check by a reader login exits 78 (got $status)" test "$status" -eq 78
-check "and names clock_try_acquire and clock_app" \
-  grep -q "may not execute clock_try_acquire.*GRANT clock_app" "$work/out"
-run_test_clock --database "$app_url" run -r roles.job -- true 2>"$work/err"
-status=$?
-check "clock run by an app login exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
-run_test_clock --database "$reader_url" run -r roles.job -- true 2>"$work/err"
-status=$?
-check "clock run by a reader login exits 78 (got $status)" test "$status" -eq 78
-check "and points at clock check" grep -q "run 'clock check'" "$work/err"
-run_test_clock --database "$reader_url" history >/dev/null 2>"$work/err"
-status=$?
-check "history by a reader login exits 0 (got $status: $(cat "$work/err"))" test "$status" -eq 0
-run_test_clock --database "$app_url" gc 2>"$work/err"
-status=$?
-check "gc by an app login exits 78 (got $status)" test "$status" -eq 78
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures check(s) failed; kept $work" >&2

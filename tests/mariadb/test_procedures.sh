@@ -19,11 +19,12 @@
 #   at most the limit;
 # - gc removes only dead rows, at most a batch, nothing on a dry run;
 # - leave_queue, record_missed_run, expect_runs/expected_rows;
-# - each CALL is one transaction: an error part-way leaves no change, and the
-#   session's autocommit and isolation level as they were;
-# - the roles: the app login cannot touch the tables or force a release, the
-#   read-only login can only read (leftovers: test_leftovers.sh, noted here
-#   by the app login only).
+# - the procedure files applied again keep roles.sql's grants; a forced
+#   release records the operator's login and the leftovers the app noted.
+# Elsewhere, on both servers where it applies: what each role may not do
+# (tests/integration/test_least_privilege.cpp); one CALL is one transaction
+# and the session's settings as they were, history past
+# group_concat_max_len (MariaDB only: test_routine_transactions.cpp).
 # CLOCK_TEST_MARIADB_SQL_DIR and the skip rule: sql_test_lib.sh.
 set -uo pipefail
 
@@ -253,16 +254,6 @@ check "history JSON: held_for_ms, user, command, no in_the_way" \
   same "$(js "$released" '(type(d[0]["held_for_ms"]).__name__, d[0]["user"], d[0]["command"], d[0]["in_the_way"])')" \
   "('int', 'alice', 'make deploy', None)"
 
-# JSON_ARRAYAGG stops at group_concat_max_len (1 MB by default, a few
-# thousand events): the procedure raises it for itself and puts it back.
-q "INSERT INTO history (at_us, event, namespace, resource, owner, command)
-   SELECT clock_now_us(), 'released', 'big', CONCAT('b.', seq), '$o1', REPEAT('x', 200) FROM seq_1_to_5000"
-big=$(as_root "$db" -e "SET SESSION group_concat_max_len = 4096; CALL clock_history('big', NULL, 6000, NULL);
-                        SELECT @@group_concat_max_len")
-check "history of 5,000 events (1.6 MB of JSON) is whole" same "$(js "$(head -1 <<<"$big")" 'len(d)')" 5000
-check "and the session's group_concat_max_len is as it was" same "$(tail -1 <<<"$big")" 4096
-q "DELETE FROM history WHERE namespace = 'big'"
-
 # ------------------------------------------------- leave_queue, missed runs
 waiter lq l.a "$o1" s1
 waiter lq l.b "$o1" s1
@@ -357,38 +348,6 @@ check "every renewal a renewal" same "$(cat "$work_dir"/loop* | grep -c '"outcom
 cat "$work_dir"/loop* | grep -E "ERROR|failed" | sort | uniq -c | head -5 >&2
 rm -rf "$work_dir"
 
-# ------------------------------------------- one CALL is one transaction
-# A test-only trigger makes the history insert of resource 'boom' fail, so
-# that a release or renewal fails after it changed the first resource.
-lease tx t.a "$o1" 40 60000 s1
-lease tx boom "$o1" 41 60000 s1 -1
-lease tx t.b "$o2" 42 60000 s2 -5  # expired before boom: gc takes it first
-as_root --delimiter='#@!' "$db" -e "CREATE TRIGGER test_boom BEFORE INSERT ON history FOR EACH ROW
-  IF NEW.resource = 'boom' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom'; END IF"
-history_before=$(count history)
-writes_before=$(q "SELECT SUM(writes) FROM hierarchy_locks")
-check "a release that fails part-way reports the error" \
-  fails_with "ERROR 1644 .*: boom" q "CALL clock_release('tx', '[\"t.a\", \"boom\"]', '$o1', 's1', 'x', 'h1', '[100]', TRUE)"
-check "and leaves no change: both leases, no history, no success, no slot write" \
-  same "$(count "leases WHERE namespace = 'tx'"),$(count history),$(count "last_success WHERE namespace = 'tx'"),$(q "SELECT SUM(writes) FROM hierarchy_locks")" \
-  "3,$history_before,0,$writes_before"
-before=$(lease_row tx t.a "$o1")
-check "a renewal that fails part-way (the second is expired) leaves no change" \
-  fails_with "ERROR 1644 .*: boom" q "CALL clock_renew('tx', '[\"t.a\", \"boom\"]', '$o1', '[]', 5000, 's1', 'x')"
-check "the first lease keeps its expiry, the expired one is still there" \
-  same "$(lease_row tx t.a "$o1"),$(count "leases WHERE namespace = 'tx'")" "$before,3"
-check "a forced release that fails part-way leaves no change" \
-  fails_with "ERROR 1644 .*: boom" q "CALL clock_force_release('tx', '[\"t.a\", \"boom\"]', 'ops')"
-check "all leases still there, no history" same "$(count "leases WHERE namespace = 'tx'"),$(count history)" "3,$history_before"
-check "a gc batch that fails part-way leaves no change" fails_with "ERROR 1644 .*: boom" q "CALL clock_gc_batch(10, NULL, FALSE, 0)"
-check "both expired leases are still there, no history" \
-  same "$(count "leases WHERE resource IN ('boom', 't.b')"),$(count history)" "2,$history_before"
-session=$(as_root "$db" -e "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;
-  CALL clock_renew('tx', '[\"t.a\"]', '$o1', '[]', 5000, 's1', 'x');
-  SELECT CONCAT(@@autocommit + 0, ',', @@tx_isolation)" | tail -1)
-check "a CALL leaves the session's autocommit and isolation level as they were" same "$session" "1,REPEATABLE-READ"
-as_root "$db" -e "DROP TRIGGER test_boom"
-
 # ------------------------------------------------------------ bad input
 error=$(q "CALL clock_renew('ns', '[\"a..b\"]', '$o1', '[]', 5000, 's1', 'x')" 2>&1 >/dev/null)
 check "an invalid resource name is refused, naming it" grep -q "invalid resource name 'a..b'" <<<"$error"
@@ -402,52 +361,31 @@ check "a namespace over 255 bytes is refused" \
   fails_with "ERROR 1644 \\(22023\\)" q "CALL clock_force_release(REPEAT('n', 256), '[\"a\"]', 'x')"
 
 # ---------------------------------------------------------------- roles
+# What each role may and may not do, on both servers: the least privilege
+# suite (tests/integration/test_least_privilege.cpp). Here: applying the
+# procedure files again (CREATE OR REPLACE) keeps roles.sql's grants, and a
+# forced release records the operator's login and what the app noted.
 check "roles.sql applies" as_root "$db" -e "source $sql_dir/roles.sql"
-check "roles.sql applies again" as_root "$db" -e "source $sql_dir/roles.sql"
-for f in "${procedure_files[@]}"; do apply "$f"; done  # CREATE OR REPLACE keeps the grants
-for who in app:clock_app ops:clock_operator reader:clock_reader; do
+for f in "${procedure_files[@]}"; do apply "$f"; done
+for who in app:clock_app ops:clock_operator; do
   user=${who%%:*}_$$
   as_root -e "CREATE USER '$user'@'localhost' IDENTIFIED BY 'pw-$$';
               GRANT ${who#*:} TO '$user'@'localhost';
               SET DEFAULT ROLE ${who#*:} FOR '$user'@'localhost'"
 done
 as() { local user=$1_$$; shift; mariadb --protocol=socket -S "$socket" -u"$user" -p"pw-$$" -N -B "$db" -e "$1"; }
-quietly() { "$@" >/dev/null; }
 lease roles ro.a "$o1" 50 60000 s1
 reply=$(as app "CALL clock_renew('roles', '[\"ro.a\"]', '$o1', '[]', 60000, 's1', 'x')")
-check "app: renews through the procedure ($reply)" grep -q '"outcome": "renewed"' <<<"$reply"
+check "app, after the procedures were applied again: renews through the procedure ($reply)" \
+  grep -q '"outcome": "renewed"' <<<"$reply"
 reply=$(as app "CALL clock_note_leftovers('roles', '[\"ro.a\"]', '$o1', '[]', '[{\"pid\": 7, \"command\": \"c\", \"fate\": \"running\"}]', 's1', 'x')")
 check "app: notes leftovers through the procedure ($reply)" grep -q '"outcome": "noted"' <<<"$reply"
-check "app: cannot UPDATE leases" fails_with "ERROR (1142|1370|1044).*denied" as app "UPDATE leases SET expires_us = NULL"
-check "app: cannot DELETE history" fails_with "ERROR (1142|1370|1044).*denied" as app "DELETE FROM history"
-check "app: cannot read leases directly" fails_with "ERROR (1142|1370|1044).*denied" as app "SELECT * FROM leases"
-check "app: cannot lock a hierarchy row" fails_with "ERROR (1142|1370|1044).*denied" as app "UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = 0"
-reply=$(as app "CALL clock_try_acquire('roles', '[\"ro.b\"]', 'exclusive', 0, '$o2', 60000, 'r-app', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's2', '', NULL, 0)")
-check "app: acquires through the procedure ($reply)" grep -q '"outcome": "granted"' <<<"$reply"
-check "app: cannot call an acquire helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_acq_dequeue('roles', '[\"ro.b\"]', '$o2')"
-check "app: cannot call a helper" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_rec_lock_hierarchies('roles', '[\"ro.a\"]')"
-check "app: cannot force a release" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_force_release('roles', '[\"ro.a\"]', 'app')"
-check "app: cannot gc" fails_with "ERROR (1142|1370|1044).*denied" as app "CALL clock_gc_batch(10, NULL, FALSE, 0)"
-check "app: cannot create a procedure" fails_with "ERROR (1142|1370|1044).*denied" as app "CREATE PROCEDURE evil() SELECT 1"
-check "app: reads the schema version" quietly as app "SELECT version FROM schema_migrations"
-check "app: reads the procedures' stamp (the version check reads both)" quietly as app "SELECT sha256 FROM procedures_stamp"
-check "the lease is still held" same "$(count "leases WHERE resource = 'ro.a'")" 1
-check "reader: status" quietly as reader "CALL clock_status_rows('roles', NULL, FALSE)"
-check "reader: history" quietly as reader "CALL clock_history('roles', NULL, 10, NULL)"
-check "reader: expected runs" quietly as reader "CALL clock_expected_rows(NULL, NULL, NULL)"
-check "reader: cannot renew" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_renew('roles', '[\"ro.a\"]', '$o1', '[]', 60000, 's1', 'x')"
-check "reader: cannot acquire" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_try_acquire('roles', '[\"ro.c\"]', 'exclusive', 0, '$o3', 60000, 'r-rd', TRUE, 'h', '', 1, '', '', NULL, TRUE, 's3', '', NULL, 0)"
-check "reader: cannot note leftovers" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_note_leftovers('roles', '[\"ro.a\"]', '$o1', '[]', '[]', 's1', 'x')"
-check "reader: cannot release" fails_with "ERROR (1142|1370|1044).*denied" as reader "CALL clock_release('roles', '[\"ro.a\"]', '$o1', 's1', 'x', 'h', '[]', FALSE)"
-check "reader: cannot write a table" fails_with "ERROR (1142|1370|1044).*denied" as reader "INSERT INTO history (at_us, event, namespace, resource, owner) VALUES (1, 'released', 'x', 'y', '$o1')"
 reply=$(as ops "CALL clock_force_release('roles', '[\"ro.a\"]', 'carol@admin')")
 check "ops: forces the release ($reply)" grep -q '"holders_removed": 1' <<<"$reply"
 check "recorded with who asked, the operator's login and the leftovers the app noted" \
   same "$(q "SELECT CONCAT(forced_by, '|', db_user, '|', JSON_VALUE(leftovers, '\$[0].pid')) FROM history WHERE resource = 'ro.a' AND event = 'forced'")" \
   "carol@admin|ops_$$@localhost|7"
-check "ops: gc" quietly as ops "CALL clock_gc_batch(10, NULL, TRUE, 0)"
-check "ops: cannot UPDATE leases either" fails_with "ERROR (1142|1370|1044).*denied" as ops "UPDATE leases SET depth = 9"
-for user in app ops reader; do as_root -e "DROP USER '${user}_$$'@'localhost'"; done
+for user in app ops; do as_root -e "DROP USER '${user}_$$'@'localhost'"; done
 
 echo "$checks checks, $failures failed"
 [[ $failures -eq 0 ]]
