@@ -90,13 +90,31 @@ std::optional<HolderTrace> this_holder(pid_t job_group, const std::string& job_c
       host->boot_id, host->pid_ns, ::getpid(), *started, job_group > 0 ? job_group : 0, job_cgroup};
 }
 
-DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
-                                  const Attempt& attempt) {
-  DeadHolderReport report;
+// The trace of `lease` read at the previous look, when its holder still
+// runs here; otherwise the server's, as it is now.
+std::optional<HolderTrace> DeadHolderWatch::trace_of(DeadHolders& holders,
+                                                     const lock::Lease& lease) {
   const auto& host = this_host();
+  for (const auto& seen : m_seen) {
+    if (seen.token == lease.token && seen.owner == lease.owner.str() &&
+        seen.resource == lease.resource.str() && seen.ns == lease.ns &&
+        judge(seen.trace) == Verdict::clock_runs)
+      return seen.trace;
+  }
+  auto trace = holders.holder_trace(lease.ns, lease.resource, lease.owner, lease.token,
+                                    host->boot_id, host->pid_ns);
+  if (!trace || trace->boot_id != host->boot_id || trace->pid_ns != host->pid_ns)
+    return std::nullopt;
+  return trace;
+}
+
+DeadHolderReport DeadHolderWatch::end_dead_holders(Store& store, const LockRequest& request,
+                                                   const Attempt& attempt) {
+  DeadHolderReport report;
   auto* holders = dead_holders_of(store);
-  if (!host || !holders)
+  if (!this_host() || !holders)
     return report;
+  std::vector<Seen> seen;
   for (std::size_t i = 0; i < attempt.blocking_leases.size(); ++i) {
     const auto& lease = attempt.blocking_leases[i];
     // The host name is a cheap first sieve; the trace decides.
@@ -104,10 +122,10 @@ DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
       continue;
     std::string found;
     try {
-      auto trace = holders->holder_trace(lease.ns, lease.resource, lease.owner, lease.token,
-                                         host->boot_id, host->pid_ns);
-      if (!trace || trace->boot_id != host->boot_id || trace->pid_ns != host->pid_ns)
+      auto trace = trace_of(*holders, lease);
+      if (!trace)
         continue;
+      seen.push_back({lease.ns, lease.resource.str(), lease.owner.str(), lease.token, *trace});
       switch (judge(*trace)) {
         case Verdict::clock_runs:
         case Verdict::unknown:
@@ -135,6 +153,7 @@ DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
     if (i == 0)
       report.first_found = found;
   }
+  m_seen = std::move(seen);
   return report;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 #include "store/store.hpp"
 
@@ -90,11 +91,32 @@ struct DeadHolderReport {
   std::string first_found;
 };
 
-// After a blocked attempt: looks at each lease in the way whose holder ran
-// on this host (the same boot id and pid namespace), as this user or with
-// this process root, and ends each one with no process left (clock's pid
-// with its start time gone, its job's group and cgroup empty) as an
-// expiry. A store that cannot be asked ends none (the refusal stands).
-DeadHolderReport end_dead_holders(Store& store, const LockRequest& request, const Attempt& attempt);
+// One request's look at the holders in its way, attempt after attempt.
+class DeadHolderWatch {
+ public:
+  // After a blocked attempt: looks at each lease in the way whose holder
+  // ran on this host (the same boot id and pid namespace), as this user or
+  // with this process root, and ends each one with no process left
+  // (clock's pid with its start time gone, its job's group and cgroup
+  // empty) as an expiry. A store that cannot be asked ends none (the
+  // refusal stands).
+  DeadHolderReport end_dead_holders(Store& store, const LockRequest& request,
+                                    const Attempt& attempt);
+
+ private:
+  struct Seen {
+    std::string ns, resource, owner;
+    lock::Token token = 0;
+    HolderTrace trace;
+  };
+  std::optional<HolderTrace> trace_of(DeadHolders& holders, const lock::Lease& lease);
+
+  // The traces read at the previous look, of the leases then in the way. A
+  // lease's trace is written once (when its holder's command starts), so
+  // while its holder still runs here a waiter that looks again every few
+  // milliseconds asks the server nothing; once it does not, the trace is
+  // read again before anything is ended.
+  std::vector<Seen> m_seen;
+};
 
 }  // namespace clk::store

@@ -200,6 +200,7 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
   LockRequest unrecorded = request;
   bool recorded = !(policy.nonblock && request.record_refusal);
   unrecorded.record_refusal = false;
+  DeadHolderWatch holders_in_the_way;
   DeadHolderReport dead;
   bool looked_already = false;
   // Waiters re-attempt often enough to keep their queue entry alive: the
@@ -233,7 +234,7 @@ Acquired acquire(Store& store, const LockRequest& request, const WaitPolicy& pol
     // The recorded retry of -n follows at once: what this host found of the
     // holders in the way a moment ago stands.
     if (!looked_already) {
-      dead = end_dead_holders(store, request, attempt);
+      dead = holders_in_the_way.end_dead_holders(store, request, attempt);
       if (dead.ended > 0)
         continue;
     }

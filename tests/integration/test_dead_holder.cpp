@@ -137,6 +137,27 @@ TEST_SUITE("dead holder") {
   }
 
   TEST_CASE(
+      "a waiter that has looked at a live holder on this host many times takes the lock over as "
+      "soon as that holder is killed whole, recorded as an expiry: holder died") {
+    TestEnv env;
+    Holder holder = start_holder(env);
+    const std::string dead_owner = holder.lease.at("owner");
+    // Waiting behind a holder it sees running, it looks again and again
+    // (on MariaDB every few tens of milliseconds) without asking the server
+    // for the holder's trace again, until the holder's processes are gone.
+    auto waiter = env.spawn(env.clock_command({"run", "-w", "60s", "-r", "job", "--", "true"}));
+    REQUIRE(await([&] { return !env.status()["waiters"].empty(); }, 30s));
+    kill_everything(holder);
+
+    Result waited = waiter->wait(60s);
+    CHECK_EXIT(waited, 0);
+    json expired = event_of(history_of(env, "job"), dead_owner, "expired");
+    REQUIRE_MESSAGE(!expired.is_null(), "no expiry recorded for the dead holder");
+    CHECK_MESSAGE(by_of(expired).find("holder died") != std::string::npos, by_of(expired));
+    CHECK(epoch_ms(expired.at("at")) < epoch_ms(holder.lease.at("expires_at")));
+  }
+
+  TEST_CASE(
       "a holder whose job outlived clock and its guard keeps its lock; once the job is gone too, "
       "this host's next -n takes it over") {
     TestEnv env;

@@ -19,11 +19,11 @@ std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
     std::string trouble;  // why this attempt failed, when another may succeed
     bool sent = false;
     try {
-      open();
-      Statement statement = prepare(what, sql);
+      Statement& statement = kept(what, sql);
       sent = true;
       return statement.query(params);
     } catch (const ServerTrouble& e) {
+      m_kept.reset();
       // Unavailable: fail() closed the connection, the next attempt opens a
       // new one, on the next host of the URL (a node lost, not ready or cut
       // off from its cluster). Retry: InnoDB (1213) or the procedure's exit
@@ -37,9 +37,23 @@ std::vector<Row> Connection::call(std::string_view what, const std::string& sql,
                              " ran: whether it took effect is unknown");
       }
       trouble = e.what();
+    } catch (...) {
+      m_kept.reset();  // it may have results unread
+      throw;
     }
     patience.wait_or_give_up(trouble, what);
   }
+}
+
+Statement& Connection::kept(std::string_view what, const std::string& sql) {
+  open();
+  if (m_kept && m_kept->sql == sql) {
+    m_kept->statement.m_what = what;
+    return m_kept->statement;
+  }
+  m_kept.reset();  // its handle closed on the server before the next is prepared
+  m_kept = std::make_unique<KeptStatement>(KeptStatement{sql, prepare(what, sql)});
+  return m_kept->statement;
 }
 
 }  // namespace clk::store::mariadb

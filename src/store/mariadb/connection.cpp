@@ -117,6 +117,7 @@ Connection::~Connection() {
 void Connection::open() {
   if (m_handle)
     return;
+  m_kept.reset();  // of the session that closed: detached, freed here
   // Each host once, from the one that answered last: a host that does not
   // answer is passed over at once for the next (fail() moves m_host on).
   const std::size_t hosts = m_options.url.hosts.size();

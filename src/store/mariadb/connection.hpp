@@ -31,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -191,7 +192,16 @@ class Connection {
   // host of the URL.
   void leave_after(Trouble trouble) noexcept;
 
+  // The statement call() sent last, kept prepared for the next call of the
+  // same text (a waiter's look, a holder's renewal): one round trip instead
+  // of three, and never more than one prepared statement per connection,
+  // as before (the server's max_prepared_stmt_count is shared by all).
+  // Dropped when the connection closes or a call of it fails.
+  struct KeptStatement;
+  Statement& kept(std::string_view what, const std::string& sql);
+
   ConnectOptions m_options;
+  std::unique_ptr<KeptStatement> m_kept;
   st_mysql* m_handle = nullptr;
   bool m_connected = false;  // m_handle's connect succeeded
   std::size_t m_host = 0;    // index into m_options.url.hosts
@@ -224,6 +234,11 @@ class Statement {
   Connection* m_connection;
   std::string m_what;
   st_mysql_stmt* m_handle;
+};
+
+struct Connection::KeptStatement {
+  std::string sql;
+  Statement statement;
 };
 
 }  // namespace clk::store::mariadb
