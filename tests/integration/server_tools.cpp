@@ -39,6 +39,14 @@ std::string sql_value(const TestEnv& env, const Dialects& statements) {
   return result.out.substr(0, result.out.find('\n'));
 }
 
+std::string routine_set(const TestEnv& env) {
+  std::string set =
+      sql_value(env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'",
+                      .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
+  REQUIRE(!set.empty());
+  return set;
+}
+
 Result stop(const TestEnv& env) {
   if (on_postgres())
     return pg::pg_ctl(env, {"stop", "-m", "fast"});

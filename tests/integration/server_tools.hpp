@@ -30,6 +30,9 @@ Result sql(const TestEnv& env, const Dialects& statements);
 Command sql_command(const TestEnv& env, const Dialects& statements);
 // The first line of what they print; REQUIREs that they succeed.
 std::string sql_value(const TestEnv& env, const Dialects& statements);
+// This release's routine set on the test's database: its PostgreSQL schema
+// ("clock_r…"), or its MariaDB procedures' suffix ("_r…").
+std::string routine_set(const TestEnv& env);
 
 // Stops the server (a fast, clean shutdown: clients see their connections
 // closed, then refused) and starts it again (returning once it answers).

@@ -11,6 +11,7 @@
 #include "common_helpers.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
+#include "server_tools.hpp"
 
 using namespace clk::test;
 
@@ -144,18 +145,23 @@ TEST_SUITE("run") {
   TEST_CASE(
       "the leftovers of a lease are written only with its owner's secret: the owner id alone, "
       "as status shows it, is refused and changes nothing" *
-      only_on("postgres")) {
+      server::only_on_servers()) {
     // On SQLite whoever may write the file may write any row: the store's
     // check (the same as renew's) is not reachable from outside clock.
     TestEnv env;
     Acquired held = env.acquire({"-r", "x"});
     const std::string id = held.credential.substr(0, held.credential.find('.'));
     const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string set = server::routine_set(env);
+    const std::string forged_list =
+        "[{\"pid\": 4242, \"command\": \"forged\", \"fate\": \"running\"}]";
     auto note = [&](const std::string& with_secret) {
-      return pg::psql(env, "SELECT clock.note_leftovers('', ARRAY['x'], '" + id +
-                               "', '{}'::bigint[], '[{\"pid\": 4242, \"command\": \"forged\", "
-                               "\"fate\": \"running\"}]'::jsonb, '" +
-                               with_secret + "', 'tester@test pid 1')");
+      return server::sql(env, {.postgres = "SELECT " + set + ".note_leftovers('', ARRAY['x'], '" +
+                                           id + "', '{}'::bigint[], '" + forged_list +
+                                           "'::jsonb, '" + with_secret + "', 'tester@test pid 1')",
+                               .mariadb = "CALL clock_note_leftovers" + set + "('', '[\"x\"]', '" +
+                                          id + "', '[]', '" + forged_list + "', '" + with_secret +
+                                          "', 'tester@test pid 1')"});
     };
     Result forged = note("not-the-secret");
     REQUIRE_EXIT(forged, 0);

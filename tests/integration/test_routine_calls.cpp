@@ -24,16 +24,6 @@ bool on_postgres() {
   return backend_name() == "postgres";
 }
 
-// This release's routine set: its PostgreSQL schema ("clock_r…"), or its
-// MariaDB procedures' suffix ("_r…").
-std::string routine_set(const TestEnv& env) {
-  std::string set = server::sql_value(
-      env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'",
-            .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
-  REQUIRE(!set.empty());
-  return set;
-}
-
 // One attempt at try_acquire; the defaults are a queued exclusive request
 // of `resources` by `owner`, its secret `secret`.
 struct Attempt {
@@ -55,7 +45,7 @@ server::Dialects try_acquire_call(const TestEnv& env, const Attempt& attempt) {
   const std::string tail = "', 60000, '" + attempt.request +
                            "', true, 'h', '', 1, 'u', 'c', NULL, true, '" + attempt.secret +
                            "', 'asker'";
-  const std::string set = routine_set(env);
+  const std::string set = server::routine_set(env);
   if (on_postgres()) {
     return {.postgres = "SELECT " + set + ".try_acquire('', '{" + array + "}', '" + attempt.mode +
                         "', 0, '" + attempt.owner + tail + ")"};
@@ -287,7 +277,7 @@ TEST_SUITE("routine calls") {
       server::only_on_servers() * doctest::timeout(300)) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
-    REQUIRE_EXIT(server::sql(env, worker_routine(routine_set(env))), 0);
+    REQUIRE_EXIT(server::sql(env, worker_routine(server::routine_set(env))), 0);
     constexpr int k_workers = 4;
     constexpr int k_rounds = 10;
     std::vector<std::unique_ptr<Process>> workers;
