@@ -20,20 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-bool on_postgres() {
-  return backend_name() == "postgres";
-}
-
-// This release's routine set: its PostgreSQL schema ("clock_r…"), or its
-// MariaDB procedures' suffix ("_r…").
-std::string routine_set(const TestEnv& env) {
-  std::string set = server::sql_value(
-      env, {.postgres = "SELECT name FROM clock.routine_sets WHERE name <> 'clock'",
-            .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
-  REQUIRE(!set.empty());
-  return set;
-}
-
 // One attempt at try_acquire; the defaults are a queued exclusive request
 // of `resources` by `owner`, its secret `secret`.
 struct Attempt {
@@ -55,8 +41,8 @@ server::Dialects try_acquire_call(const TestEnv& env, const Attempt& attempt) {
   const std::string tail = "', 60000, '" + attempt.request +
                            "', true, 'h', '', 1, 'u', 'c', NULL, true, '" + attempt.secret +
                            "', 'asker'";
-  const std::string set = routine_set(env);
-  if (on_postgres()) {
+  const std::string set = server::routine_set(env);
+  if (server::on_postgres()) {
     return {.postgres = "SELECT " + set + ".try_acquire('', '{" + array + "}', '" + attempt.mode +
                         "', 0, '" + attempt.owner + tail + ")"};
   }
@@ -227,7 +213,8 @@ TEST_SUITE("routine calls") {
     // MariaDB's tokens are a row, rolled back with the rest; PostgreSQL's
     // are a sequence, which no rollback takes back (nor needs to).
     const std::string last_token = "SELECT last FROM tokens";
-    const std::string token = on_postgres() ? "" : server::sql_value(env, {.mariadb = last_token});
+    const std::string token =
+        server::on_postgres() ? "" : server::sql_value(env, {.mariadb = last_token});
 
     Result failed = server::sql(env, try_acquire_call(env, {{"t1", "boom"}, k_owner, "r", "s-1"}));
     INFO(failed.describe());
@@ -237,7 +224,7 @@ TEST_SUITE("routine calls") {
     CHECK(rows_of(env, "leases") == 0);
     CHECK(rows_of(env, "history") == history);
     CHECK(rows_of(env, "run_counts") == counts);
-    if (!on_postgres())
+    if (!server::on_postgres())
       CHECK(server::sql_value(env, {.mariadb = last_token}) == token);
 
     // Through clock: the same, and clock says what failed.
@@ -287,7 +274,7 @@ TEST_SUITE("routine calls") {
       server::only_on_servers() * doctest::timeout(300)) {
     TestEnv env;
     REQUIRE_EXIT(env.clock({"init"}), 0);
-    REQUIRE_EXIT(server::sql(env, worker_routine(routine_set(env))), 0);
+    REQUIRE_EXIT(server::sql(env, worker_routine(server::routine_set(env))), 0);
     constexpr int k_workers = 4;
     constexpr int k_rounds = 10;
     std::vector<std::unique_ptr<Process>> workers;
