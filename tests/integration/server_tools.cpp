@@ -11,13 +11,9 @@ namespace clk::test::server {
 
 using namespace std::chrono_literals;
 
-namespace {
-
 bool on_postgres() {
   return backend_name() == "postgres";
 }
-
-}  // namespace
 
 doctest::skip only_on_servers() {
   return doctest::skip(backend_name() != "postgres" && backend_name() != "mariadb");
@@ -45,6 +41,24 @@ std::string routine_set(const TestEnv& env) {
                       .mariadb = "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"});
   REQUIRE(!set.empty());
   return set;
+}
+
+Dialects call(const TestEnv& env, const std::string& routine, const std::string& args) {
+  const std::string set = routine_set(env);
+  if (on_postgres())
+    return {.postgres = "SELECT " + set + "." + routine + "(" + args + ")"};
+  return {.mariadb = "CALL clock_" + routine + set + "(" + args + ")"};
+}
+
+std::string array_of(const std::vector<std::string>& items) {
+  std::string list;
+  for (const auto& item : items) {
+    if (on_postgres())
+      list += (list.empty() ? "" : ",") + item;
+    else
+      list += std::string(list.empty() ? "" : ", ") + "\"" + item + "\"";
+  }
+  return on_postgres() ? "'{" + list + "}'" : "'[" + list + "]'";
 }
 
 Result stop(const TestEnv& env) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -16,6 +17,8 @@ namespace clk::test::server {
 
 // Decorates a TEST_CASE that applies to the SQL servers: skipped on SQLite.
 doctest::skip only_on_servers();
+// Whether the server under test is PostgreSQL (else MariaDB, or none).
+bool on_postgres();
 
 // One statement text per server's dialect.
 struct Dialects {
@@ -30,9 +33,16 @@ Result sql(const TestEnv& env, const Dialects& statements);
 Command sql_command(const TestEnv& env, const Dialects& statements);
 // The first line of what they print; REQUIREs that they succeed.
 std::string sql_value(const TestEnv& env, const Dialects& statements);
-// This release's routine set on the test's database: its PostgreSQL schema
-// ("clock_r…"), or its MariaDB procedures' suffix ("_r…").
+// This release's routine set, after clock init: its PostgreSQL schema
+// ("clock_r…") or its MariaDB procedures' suffix ("_r…").
 std::string routine_set(const TestEnv& env);
+// The call of this release's `routine` (renew, release…) with `args`, as
+// one statement of the server under test: SELECT schema.routine(args) or
+// CALL clock_routine_suffix(args).
+Dialects call(const TestEnv& env, const std::string& routine, const std::string& args);
+// `items` as the literal of a routine's array argument on the server under
+// test: '{a,b}' (PostgreSQL) or '["a", "b"]' (MariaDB), quotes included.
+std::string array_of(const std::vector<std::string>& items);
 
 // Stops the server (a fast, clean shutdown: clients see their connections
 // closed, then refused) and starts it again (returning once it answers).

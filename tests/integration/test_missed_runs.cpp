@@ -2,6 +2,7 @@
 // refused under -n records `skipped`, one that gave up after -w records
 // `timed_out`, each naming who was in the way; `clock history --event KIND`
 // shows one kind. `clock acquire` refusals are not runs and record nothing.
+#include <set>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -45,6 +46,25 @@ TEST_SUITE("missed runs") {
     CHECK(missed_run_events(env, "skipped").size() == 1);
     // Nothing else was recorded for the skipped run.
     CHECK(missed_run_events(env, "acquired").size() == 1);
+  }
+
+  TEST_CASE("a skipped run of two resources is one record per resource, each counted") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "m"});
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "m.a", "-r", "m.b", "--", "true"}), 75);
+    auto events = missed_run_events(env, "skipped");
+    INFO(events.dump(2));
+    REQUIRE(events.size() == 2);
+    std::set<std::string> resources;
+    for (const auto& event : events) {
+      resources.insert(event["resource"].get<std::string>());
+      CHECK(event["in_the_way"]["owner"] == holder.owner);
+      CHECK(event["in_the_way"]["token"] == holder.token());
+    }
+    CHECK(resources == std::set<std::string>{"m.a", "m.b"});
+    auto runs = runs_total(env.clock({"status", "--format", "prometheus"}).out);
+    CHECK(runs["/m.a/skipped"] == 1);
+    CHECK(runs["/m.b/skipped"] == 1);
   }
 
   TEST_CASE("a run that gave up after -w is recorded as timed_out, naming the holder") {

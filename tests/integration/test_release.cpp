@@ -1,7 +1,9 @@
 // clock release and renew (man clock, COMMANDS and EXIT STATUS: exit 77 for a lock this owner does
 // not hold), and forced releases (man clock, GUARANTEES: recorded, and the next token is larger).
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -97,6 +99,7 @@ TEST_SUITE("release") {
     auto holders = env.holders_of("nest");
     REQUIRE(holders.size() == 1);
     CHECK(holders[0]["depth"] == 1);
+    CHECK(history_of(env, "nest").size() == 1);  // acquired: a level given up is no event
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "nest"}), 75);
     CHECK_EXIT(env.clock({"release", "-r", "nest", "--owner", first.credential}), 0);
     CHECK(env.holders_of("nest").empty());
@@ -113,6 +116,9 @@ TEST_SUITE("release") {
     auto events = history_of(env, "lapsed");
     REQUIRE(events.size() == 2);
     CHECK(events[1]["event"] == "expired");
+    // At its expiry, not at the release: held for its TTL.
+    CHECK(events[1]["held_for_ms"] == 1000);
+    CHECK(std::llabs(epoch_ms(events[1]["at"]) - epoch_ms(events[0]["at"]) - 1000) <= 1);
     CHECK(env.holders_of("lapsed", true).empty());
   }
 
@@ -149,6 +155,44 @@ TEST_SUITE("release") {
     CHECK(forced == 1);
   }
 
+  TEST_CASE(
+      "release --force removes every holder of a shared lock, records the live ones forced and "
+      "the lapsed one expired; a request queued behind a forced holder is granted next") {
+    TestEnv env;
+    Acquired first = env.acquire({"-s", "-r", "pool"});
+    Acquired second = env.acquire({"-s", "-r", "pool"});
+    Acquired lapsing = env.acquire({"-s", "-r", "pool", "--ttl", "1s"});
+    REQUIRE(await([&] { return env.holders_of("pool").size() == 2; }, 30s, 100ms));
+    CHECK_EXIT(env.clock({"release", "--force", "-r", "pool"}), 0);
+    CHECK(env.holders_of("pool", true).empty());
+
+    std::map<std::string, std::string> ends;  // owner -> how its lease ended
+    for (const auto& event : history_of(env, "pool")) {
+      if (event["event"] == "acquired")
+        continue;
+      ends[event["owner"]] = event["event"];
+      if (event["event"] == "forced") {
+        CHECK(event["by"].get<std::string>().find(" pid ") != std::string::npos);
+        CHECK_FALSE(event["db_user"].get<std::string>().empty());
+      }
+    }
+    CHECK(ends == std::map<std::string, std::string>{{first.owner, "forced"},
+                                                     {second.owner, "forced"},
+                                                     {lapsing.owner, "expired"}});
+    Result metrics = env.clock({"status", "--format", "prometheus"});
+    CHECK(runs_total(metrics.out)["/pool/forced"] == 2);
+
+    // The queue is not the holders': a waiter stays and is granted.
+    Acquired holder = env.acquire({"-r", "pool"});
+    auto queued = env.spawn(env.clock_command({"acquire", "-w", "60s", "-r", "pool"}));
+    REQUIRE(await([&] { return env.status()["waiters"].size() == 1; }, 30s, 20ms));
+    CHECK_EXIT(env.clock({"release", "--force", "-r", "pool"}), 0);
+    CHECK_EXIT(queued->wait(30s), 0);
+    auto holders = env.holders_of("pool");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0]["token"].get<long long>() > holder.token());
+  }
+
   TEST_CASE("renew extends a held lease, keeping its token") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x", "--ttl", "30s"});
@@ -166,11 +210,31 @@ TEST_SUITE("release") {
     CHECK_EXIT(env.clock({"renew", "-r", "y", "--owner", holder.credential}), 77);
   }
 
+  TEST_CASE("renew of a held and a never-held resource renews neither and records nothing") {
+    TestEnv env;
+    Acquired holder = env.acquire({"-r", "held", "--ttl", "60s"});
+    const auto before = env.holders_of("held").at(0)["expires_at"];
+    CHECK_EXIT(env.clock({"renew", "-r", "held", "-r", "never", "--owner", holder.credential,
+                          "--ttl", "1h"}),
+               77);
+    CHECK(env.holders_of("held").at(0)["expires_at"] == before);
+    CHECK(history_of(env, "held").size() == 1);
+    CHECK(history_of(env, "never").empty());
+  }
+
   TEST_CASE("renew of a lease that expired exits 77") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x", "--ttl", "1s"});
     REQUIRE(await([&] { return env.holders_of("x").empty(); }, 30s, 100ms));
     CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.credential}), 77);
+    // The lapsed lease is gone and lost to its holder, which says so again
+    // at each renewal it tries (its secret proves it held x).
+    CHECK(env.holders_of("x", true).empty());
+    CHECK(event_names(history_of(env, "x"), holder.owner) ==
+          std::vector<std::string>{"acquired", "lost"});
+    CHECK_EXIT(env.clock({"renew", "-r", "x", "--owner", holder.credential}), 77);
+    CHECK(event_names(history_of(env, "x"), holder.owner) ==
+          std::vector<std::string>{"acquired", "lost", "lost"});
   }
 
   TEST_CASE("renew of a lease that is gone exits 77 and records it as lost, for its owner only") {

@@ -20,10 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-bool on_postgres() {
-  return backend_name() == "postgres";
-}
-
 // One attempt at try_acquire; the defaults are a queued exclusive request
 // of `resources` by `owner`, its secret `secret`.
 struct Attempt {
@@ -46,7 +42,7 @@ server::Dialects try_acquire_call(const TestEnv& env, const Attempt& attempt) {
                            "', true, 'h', '', 1, 'u', 'c', NULL, true, '" + attempt.secret +
                            "', 'asker'";
   const std::string set = server::routine_set(env);
-  if (on_postgres()) {
+  if (server::on_postgres()) {
     return {.postgres = "SELECT " + set + ".try_acquire('', '{" + array + "}', '" + attempt.mode +
                         "', 0, '" + attempt.owner + tail + ")"};
   }
@@ -217,7 +213,8 @@ TEST_SUITE("routine calls") {
     // MariaDB's tokens are a row, rolled back with the rest; PostgreSQL's
     // are a sequence, which no rollback takes back (nor needs to).
     const std::string last_token = "SELECT last FROM tokens";
-    const std::string token = on_postgres() ? "" : server::sql_value(env, {.mariadb = last_token});
+    const std::string token =
+        server::on_postgres() ? "" : server::sql_value(env, {.mariadb = last_token});
 
     Result failed = server::sql(env, try_acquire_call(env, {{"t1", "boom"}, k_owner, "r", "s-1"}));
     INFO(failed.describe());
@@ -227,7 +224,7 @@ TEST_SUITE("routine calls") {
     CHECK(rows_of(env, "leases") == 0);
     CHECK(rows_of(env, "history") == history);
     CHECK(rows_of(env, "run_counts") == counts);
-    if (!on_postgres())
+    if (!server::on_postgres())
       CHECK(server::sql_value(env, {.mariadb = last_token}) == token);
 
     // Through clock: the same, and clock says what failed.

@@ -1,6 +1,7 @@
 // clock status, history and gc (man clock, COMMANDS): what an operator sees about holders,
 // and that collecting expired leases never resets fencing tokens.
 #include <pwd.h>
+#include <set>
 #include <string>
 #include <unistd.h>
 
@@ -312,6 +313,41 @@ TEST_SUITE("status and gc") {
     CHECK_EXIT(json, 0);
     CHECK(nlohmann::json::accept(json.out));
     CHECK(json.out.find(holder.owner) != std::string::npos);
+  }
+
+  TEST_CASE(
+      "history --limit N is the newest N; PREFIX is its tree, not a name that starts alike; "
+      "--namespace one namespace") {
+    TestEnv env;
+    for (const char* resource : {"q.a", "q.a.b", "qa"})
+      REQUIRE_EXIT(env.clock({"run", "-r", resource, "--", "true"}), 0);
+    REQUIRE_EXIT(env.clock({"--namespace", "other", "run", "-r", "q.a", "--", "true"}), 0);
+    auto events = [&](const std::vector<std::string>& args) {
+      std::vector<std::string> full = {"history", "--format", "json"};
+      full.insert(full.end(), args.begin(), args.end());
+      Result history = env.clock(full);
+      INFO(history.describe());
+      REQUIRE(history.status == 0);
+      return nlohmann::json::parse(history.out)["events"];
+    };
+    const auto all = events({});
+    REQUIRE(all.size() == 8);  // acquired and released, four times
+    for (std::size_t i = 1; i < all.size(); ++i)
+      CHECK(all[i - 1]["id"].get<long long>() > all[i]["id"].get<long long>());
+    const auto newest = events({"--limit", "3"});
+    REQUIRE(newest.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i)
+      CHECK(newest[i]["id"] == all[i]["id"]);
+
+    std::set<std::string> tree;
+    for (const auto& event : events({"q"}))
+      tree.insert(event["namespace"].get<std::string>() + "/" +
+                  event["resource"].get<std::string>());
+    CHECK(tree == std::set<std::string>{"/q.a", "/q.a.b", "other/q.a"});  // not qa
+    const auto other = events({"--namespace", "other"});
+    CHECK(other.size() == 2);
+    for (const auto& event : other)
+      CHECK(event["namespace"] == "other");
   }
 
   TEST_CASE("clock init creates the schema and --print-sql prints the DDL") {

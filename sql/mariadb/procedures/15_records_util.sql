@@ -141,9 +141,9 @@ CREATE OR REPLACE FUNCTION clock_rec_proves(p_hash VARCHAR(128) CHARACTER SET as
 -- subquery in any other statement (a stored function's body, SET v =
 -- (SELECT …), IF EXISTS (…)) with shared row locks, which here were held
 -- on the owner's leases of other hierarchies, whose slot rows the caller
--- does not hold, and deadlocked (1213) two renewals
--- (tests/mariadb/test_procedures.sh, concurrent calls); a SELECT at READ
--- COMMITTED reads without locks.
+-- does not hold, and deadlocked (1213) two renewals (the concurrent force
+-- releases and renewals of tests/integration/test_record_calls.cpp); a
+-- SELECT at READ COMMITTED reads without locks.
 CREATE OR REPLACE PROCEDURE clock_rec_owner_refuses(IN p_owner CHAR(36) CHARACTER SET ascii,
                                                     IN p_secret TEXT CHARACTER SET utf8mb4,
                                                     OUT p_refuses BOOLEAN)
