@@ -372,6 +372,10 @@ std::string id_of(const std::string& credential) {
   return credential.substr(0, credential.find('.'));
 }
 
+std::string secret_of(const std::string& credential) {
+  return credential.substr(credential.find('.') + 1);
+}
+
 Acquired parse_acquired_shell(const std::string& exports) {
   static const std::regex pattern(
       R"(^export CLOCK_OWNER=([0-9a-f-]{36})\.([0-9a-f]{32,128}) CLOCK_TOKEN=([0-9,]+)\n$)");

@@ -145,6 +145,8 @@ std::string random_uuid();
 std::string random_owner();
 // The id of an ID.SECRET (the text before the dot).
 std::string id_of(const std::string& credential);
+// Its secret (the text after the dot), as the routines take it.
+std::string secret_of(const std::string& credential);
 
 // One test's world: a temporary directory, a fresh database, an isolated HOME
 // and XDG directories, and helpers to run `clock` there.

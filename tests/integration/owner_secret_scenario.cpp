@@ -34,7 +34,7 @@ void intruder_cannot_take_the_lease(const TestEnv& env,
       holder_env));
   REQUIRE(env.await_started("deploy"));
   const std::string credential = first_line(read_file(env.path("credential")));
-  const std::string secret = credential.substr(credential.find('.') + 1);
+  const std::string secret = secret_of(credential);
   REQUIRE(secret.size() == 32);
 
   // Everything clock shows: the owner id, never the secret.

@@ -111,7 +111,7 @@ TEST_SUITE("run") {
     TestEnv env;
     Acquired held = env.acquire({"-r", "two.a", "-r", "two.b", "--ttl", "1h"});
     const std::string id = id_of(held.credential);
-    const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string secret = secret_of(held.credential);
     const std::string set = server::routine_set(env);
     const LeftoversNote both{{"two.a", "two.b"}, id, {}, sql_text(k_two_left), secret};
     CHECK(note_reply(env, set, both).at("outcome") == "noted");
@@ -163,7 +163,7 @@ TEST_SUITE("run") {
     TestEnv env;
     Acquired held = env.acquire({"-r", "two.a", "-r", "two.b"});
     const std::string id = id_of(held.credential);
-    const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string secret = secret_of(held.credential);
     const std::string set = server::routine_set(env);
     // PostgreSQL's parameters are typed: a text that is not JSON or not a
     // UUID fails its cast before the function runs.
@@ -201,7 +201,7 @@ TEST_SUITE("run") {
     // A lease on `resource` with `list` noted on it; its credential.
     auto noted_lease = [&](const std::string& resource, const std::string& list) {
       Acquired held = env.acquire({"-r", resource, "--ttl", "1h"});
-      const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+      const std::string secret = secret_of(held.credential);
       REQUIRE(note_reply(env, set, {{resource}, id_of(held.credential), {}, sql_text(list), secret})
                   .at("outcome") == "noted");
       return held.credential;
@@ -254,7 +254,7 @@ TEST_SUITE("run") {
     Acquired held = env.acquire(
         {"-r", "c1.own", "-r", "c2.own", "-r", "c3.own", "-r", "c4.own", "--ttl", "1h"});
     const std::string id = id_of(held.credential);
-    const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string secret = secret_of(held.credential);
     const std::string set = server::routine_set(env);
     const std::vector<std::vector<std::string>> orders = {{"c1.x", "c2.x", "c3.x", "c4.x"},
                                                           {"c4.x", "c3.x", "c2.x", "c1.x"},
@@ -308,7 +308,7 @@ TEST_SUITE("run") {
       only_on("mariadb")) {
     TestEnv env;
     Acquired held = env.acquire({"-r", "t.a", "-r", "boom"});
-    const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string secret = secret_of(held.credential);
     const std::string set = server::routine_set(env);
     Result not_json = server::sql(
         env, {.mariadb = "UPDATE leases SET leftovers = 'pid 4242' WHERE resource = 't.a'"});

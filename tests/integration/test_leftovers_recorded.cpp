@@ -151,7 +151,7 @@ TEST_SUITE("run") {
     TestEnv env;
     Acquired held = env.acquire({"-r", "x"});
     const std::string id = held.credential.substr(0, held.credential.find('.'));
-    const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string secret = secret_of(held.credential);
     const std::string set = server::routine_set(env);
     const std::string forged_list =
         "[{\"pid\": 4242, \"command\": \"forged\", \"fate\": \"running\"}]";

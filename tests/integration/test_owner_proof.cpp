@@ -158,7 +158,7 @@ TEST_SUITE("owner proof") {
     // What a log reader gets today: the secret of every acquire, renew and
     // release, as a bind parameter.
     Acquired logged = env.acquire({"-r", "x"});
-    const std::string logged_secret = logged.credential.substr(logged.credential.find('.') + 1);
+    const std::string logged_secret = secret_of(logged.credential);
     CHECK(await([&] { return contains(read_file(log), logged_secret); }, 10s));
 
     REQUIRE_EXIT(pg::psql(env, "ALTER DATABASE " + db + " SET log_parameter_max_length = 0"), 0);
@@ -167,7 +167,7 @@ TEST_SUITE("owner proof") {
     const std::size_t before = read_file(log).size();
     Acquired kept = env.acquire({"-r", "y"});
     CHECK_EXIT(env.clock({"release", "-r", "y", "--owner", kept.credential}), 0);
-    const std::string kept_secret = kept.credential.substr(kept.credential.find('.') + 1);
+    const std::string kept_secret = secret_of(kept.credential);
     // Its statements are logged (the release's is the last), without values.
     auto logged_since = [&] { return read_file(log).substr(before); };
     CHECK(await(

@@ -22,10 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string secret_of(const Acquired& acquired) {
-  return acquired.credential.substr(acquired.credential.find('.') + 1);
-}
-
 // The live children of `parent` (its guard, its command), from /proc/*/stat.
 std::vector<pid_t> children_of(pid_t parent) {
   std::vector<pid_t> children;
@@ -70,7 +66,7 @@ void run_shows_no_secret(const TestEnv& env, const std::string& binary) {
   for (bool inline_value : {false, true}) {
     CAPTURE(inline_value);
     const std::string credential = random_owner();
-    const std::string secret = credential.substr(credential.find('.') + 1);
+    const std::string secret = secret_of(credential);
     std::vector<std::string> owner = {"--owner", credential};
     if (inline_value)
       owner = {"--owner=" + credential};
@@ -101,7 +97,7 @@ TEST_SUITE("owner secret") {
   TEST_CASE("the owner id alone, or a wrong secret, cannot renew, release or re-enter: 77") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "x"});
-    REQUIRE(secret_of(holder).size() == 32);
+    REQUIRE(secret_of(holder.credential).size() == 32);
     const std::string wrong = holder.owner + ".ffffffffffffffffffffffffffffffff";
     const std::string expected = "owner " + holder.owner +
                                  " holds or waits for a lock, but this caller did not prove it is "
@@ -158,7 +154,7 @@ TEST_SUITE("owner secret") {
     Result shell = env.clock({"acquire", "--format", "shell", "-r", "x"});
     REQUIRE_EXIT(shell, 0);
     Acquired holder = parse_acquired_shell(shell.out);
-    const std::string secret = secret_of(holder);
+    const std::string secret = secret_of(holder.credential);
     Result text = env.clock({"acquire", "-n", "-r", "x", "--owner", holder.credential});
     Result as_json =
         env.clock({"acquire", "-n", "-r", "x", "--owner", holder.credential, "--format", "json"});
@@ -226,7 +222,7 @@ TEST_SUITE("owner secret") {
     for (bool inline_value : {false, true}) {
       CAPTURE(inline_value);
       const std::string credential = random_owner();
-      const std::string secret = credential.substr(credential.find('.') + 1);
+      const std::string secret = secret_of(credential);
       std::vector<std::string> args = {"acquire", "-w", "60s", "-r", "x"};
       if (inline_value) {
         args.push_back("--owner=" + credential);
@@ -270,7 +266,7 @@ TEST_SUITE("owner secret") {
   TEST_CASE("an owner secret in a holder's command line is stored masked, the id kept") {
     TestEnv env;
     const std::string credential = random_owner();
-    const std::string secret = credential.substr(credential.find('.') + 1);
+    const std::string secret = secret_of(credential);
     const std::string masked = id_of(credential) + ".****";
     // A helper called as `step.sh "$CLOCK_OWNER"`: acquire records its
     // parent's command line; run records the command it wraps.

@@ -24,11 +24,6 @@ using nlohmann::json;
 
 namespace {
 
-// The secret half of an ID.SECRET credential, as the routines take it.
-std::string secret_in(const std::string& credential) {
-  return credential.substr(credential.find('.') + 1);
-}
-
 // The first line that `routine(args)` returns; the call must succeed.
 std::string value_of(const TestEnv& env, const std::string& routine, const std::string& args) {
   return server::sql_value(env, server::call(env, routine, args));
@@ -145,7 +140,7 @@ TEST_SUITE("record calls") {
     json reply = reply_of(env, "renew",
                           "'', " + server::array_of({"r.proof"}) + ", '" + held.owner + "', " +
                               server::array_of({std::to_string(held.token() + 1)}) +
-                              ", 3600000, '" + secret_in(held.credential) + "', 'x'");
+                              ", 3600000, '" + secret_of(held.credential) + "', 'x'");
     CHECK(reply["outcome"] == "not_owner");
     CHECK(reply["lost"] == json::parse(R"([{"resource": "r.proof", "reason": "token"}])"));
     const json after = only_holder(env, "r.proof");
@@ -165,7 +160,7 @@ TEST_SUITE("record calls") {
     const std::string waiter = random_owner();
     leave_dead_waiter(env, "q", waiter);
     const std::string head = "'', " + server::array_of({"q"}) + ", '" + id_of(waiter) + "', ";
-    const std::string secret = ", '" + secret_in(waiter) + "'";
+    const std::string secret = ", '" + secret_of(waiter) + "'";
     CHECK(value_of(env, "leave_queue", head + "'other-request'" + secret) == "0");
     CHECK(env.status()["waiters"].size() == 1);
     CHECK(value_of(env, "leave_queue", head + "NULL" + secret) == "1");
@@ -185,7 +180,7 @@ TEST_SUITE("record calls") {
                              "', 'exclusive', 'h', 'i', 1, 'u', 'c', NULL, ";
     Result released = server::sql(
         env, server::call(env, "record_missed_run",
-                          "'released'" + tail + "'" + secret_in(holder.credential) + "'"));
+                          "'released'" + tail + "'" + secret_of(holder.credential) + "'"));
     INFO(released.describe());
     CHECK(released.status != 0);
     CHECK(released.err.find("record_missed_run: the event is") != std::string::npos);
@@ -193,7 +188,7 @@ TEST_SUITE("record calls") {
     CHECK(events_counted(env, "killed", "") == 0);
     CHECK(events_counted(env, "refused", "") == 1);
     CHECK(value_of(env, "record_missed_run",
-                   "'killed'" + tail + "'" + secret_in(holder.credential) + "'") == "1");
+                   "'killed'" + tail + "'" + secret_of(holder.credential) + "'") == "1");
     CHECK(events_counted(env, "killed", "") == 1);
   }
 
@@ -204,7 +199,7 @@ TEST_SUITE("record calls") {
     TestEnv env;
     Acquired holder = env.acquire({"-r", "e.a", "-r", "e.b", "--ttl", "1h"});
     const std::string owner = "'" + holder.owner + "', ";
-    const std::string secret = "'" + secret_in(holder.credential) + "'";
+    const std::string secret = "'" + secret_of(holder.credential) + "'";
     auto expect = [&](const std::vector<std::string>& resources, const std::string& every,
                       const std::string& who) {
       return "'', " + server::array_of(resources) + ", " + every + ", " + who + ", 'me'";
@@ -299,7 +294,7 @@ TEST_SUITE("record calls") {
     Acquired held = env.acquire({"-r", "a", "--ttl", "1h"});
     const json before = only_holder(env, "a");
     const std::string owner = "'" + held.owner + "'";
-    const std::string secret = "'" + secret_in(held.credential) + "'";
+    const std::string secret = "'" + secret_of(held.credential) + "'";
     struct Bad {
       std::string what;
       server::Dialects call;
@@ -362,7 +357,7 @@ TEST_SUITE("record calls") {
         statements.push_back(server::call(env, "renew",
                                           "'', " + server::array_of({own}) + ", '" + holder.owner +
                                               "', " + server::array_of({}) + ", 60000, '" +
-                                              secret_in(holder.credential) + "', 'x'"));
+                                              secret_of(holder.credential) + "', 'x'"));
       }
       commands.push_back(client_of(env, statements));
     }

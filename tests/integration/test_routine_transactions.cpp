@@ -59,7 +59,7 @@ TEST_SUITE("server routines") {
     const std::string owner = held.owner;
     std::string ns = query(env, "SELECT namespace FROM leases WHERE resource = 't.a'");
     ns = "'" + ns.substr(0, ns.find('\n')) + "'";
-    const std::string secret = held.credential.substr(held.credential.find('.') + 1);
+    const std::string secret = secret_of(held.credential);
     // boom expired: a release, a renewal and gc write its 'expired' or
     // 'lost' record after changing t.a.
     query(env, "UPDATE leases SET expires_us = clock_now_us() - 1000 WHERE resource = 'boom'");

@@ -165,7 +165,7 @@ TEST_SUITE("sqlite migrations") {
     // A new lease keeps a hash, never the secret, and the history rebuild
     // kept the run counts' trigger.
     Acquired fresh = env.acquire({"-r", "old.job"});
-    const std::string secret = fresh.credential.substr(fresh.credential.find('.') + 1);
+    const std::string secret = secret_of(fresh.credential);
     Result stored = env.shell(
         "sqlite3 \"$DB\" 'SELECT secret_hash FROM leases'; "
         "sqlite3 \"$DB\" .dump",
