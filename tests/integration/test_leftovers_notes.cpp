@@ -21,13 +21,12 @@ using nlohmann::json;
 
 namespace {
 
-// A command outside ASCII, within Latin-1: MariaDB's routines declare their
-// text parameters and results without a character set, so on a database of
-// a latin1 server (10.11's default, the harness's) a character outside
-// Latin-1 fails with error 1366, in clock run's command as in a leftover's.
+// A command outside Latin-1: the harness's MariaDB databases default to
+// latin1 (10.11's default), and a leftover's command still goes through
+// clock's routines whole, which take text as utf8mb4 whatever the default.
 const std::string k_two_left =
     R"([{"pid": 4242, "command": "sleep 999", "fate": "running"}, )"
-    R"({"pid": 4243, "command": "upload é --to s3", "fate": "running"}])";
+    R"({"pid": 4243, "command": "upload ☃ --to s3", "fate": "running"}])";
 const std::string k_one_ended = R"([{"pid": 4242, "command": "sleep 999", "fate": "ended"}])";
 const std::string k_one_left = R"([{"pid": 4244, "command": "tail -f log", "fate": "running"}])";
 

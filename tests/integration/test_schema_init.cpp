@@ -294,4 +294,50 @@ TEST_SUITE("init") {
     CHECK(std::llabs(new_york - tokyo) < k_hour_us);
     CHECK(std::llabs(tokyo - static_cast<long long>(std::time(nullptr)) * 1'000'000) < k_hour_us);
   }
+  // MariaDB only: a MariaDB database's default character set is the
+  // server's unless CREATE DATABASE names one, while the test server's
+  // PostgreSQL databases are all UTF8.
+  TEST_CASE(
+      "on a database whose default character set is latin1, a command, host and user outside "
+      "Latin-1 go through clock's routines whole: run, status and history show them" *
+      doctest::skip(!maria::enabled())) {
+    TestEnv env;
+    // As `CREATE DATABASE clock;` makes it on a latin1 server (10.11's
+    // default), whatever this server's default is.
+    REQUIRE_EXIT(maria::sql(env, "ALTER DATABASE `" + maria::database_of(env) +
+                                     "` CHARACTER SET latin1 COLLATE latin1_swedish_ci"),
+                 0);
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    REQUIRE_EXIT(env.clock({"run", "-r", "snow", "--", "sh", "-c", "true # ☃"}), 0);
+
+    const std::string script = env.holding_script("snow") + " # ☃";
+    auto run = env.spawn(env.clock_command({"run", "-r", "snow", "--", "sh", "-c", script}));
+    REQUIRE(env.await_started("snow"));
+    auto holders = env.holders_of("snow");
+    REQUIRE(holders.size() == 1);
+    CHECK(contains(holders[0].at("command").get<std::string>(), "# ☃"));
+    env.let_go("snow");
+    CHECK_EXIT(run->wait(60s), 0);
+
+    // A host and a user outside Latin-1, which this machine's cannot be:
+    // a raw call of this release's try_acquire, as clock makes it.
+    const std::string set = server::routine_set(env);
+    REQUIRE_EXIT(maria::sql(env, "SET NAMES utf8mb4; CALL clock_try_acquire" + set +
+                                     "('', '[\"flake\"]', 'exclusive', 0, UUID(), 60000, 'r', "
+                                     "false, 'höst-☃', '', 1, 'üser-☃', 'make ☃', NULL, false, "
+                                     "'', 'test', NULL, 0)"),
+                 0);
+    holders = env.holders_of("flake");
+    REQUIRE(holders.size() == 1);
+    CHECK(holders[0].at("host") == "höst-☃");
+    CHECK(holders[0].at("user") == "üser-☃");
+    CHECK(holders[0].at("command") == "make ☃");
+
+    Result history = env.clock({"history", "snow", "--format", "json"});
+    REQUIRE_EXIT(history, 0);
+    auto events = nlohmann::json::parse(history.out).at("events");
+    REQUIRE_FALSE(events.empty());
+    for (const auto& event : events)
+      CHECK(contains(event.at("command").get<std::string>(), "# ☃"));
+  }
 }

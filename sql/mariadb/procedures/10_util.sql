@@ -31,10 +31,14 @@ CREATE OR REPLACE FUNCTION clock_acq_waiter_lifetime(p_ttl_ms BIGINT)
 -- would come out as a JSON string (30_renew_release.sql).
 CREATE OR REPLACE FUNCTION clock_acq_lease_json(
   p_namespace VARBINARY(255), p_resource VARBINARY(255), p_owner CHAR(36) CHARACTER SET ascii,
-  p_mode VARCHAR(9), p_slots INT, p_token BIGINT, p_depth INT, p_acquired BIGINT,
-  p_renewed BIGINT, p_expires BIGINT, p_now BIGINT, p_host VARCHAR(255), p_ip VARCHAR(64),
-  p_pid BIGINT, p_user VARCHAR(255), p_command TEXT, p_started BIGINT)
-  RETURNS LONGTEXT DETERMINISTIC NO SQL SQL SECURITY INVOKER
+  p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, p_slots INT, p_token BIGINT,
+  p_depth INT, p_acquired BIGINT, p_renewed BIGINT, p_expires BIGINT, p_now BIGINT,
+  p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, p_pid BIGINT,
+  p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, p_started BIGINT)
+  RETURNS LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+    DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN JSON_OBJECT(
     'namespace', CONVERT(p_namespace USING utf8mb4), 'resource', CONVERT(p_resource USING utf8mb4),
     'owner', p_owner, 'mode', p_mode, 'slots', CAST(p_slots AS SIGNED),
@@ -49,10 +53,13 @@ CREATE OR REPLACE FUNCTION clock_acq_lease_json(
 -- A queue entry as PostgreSQL's waiter_json() gives it.
 CREATE OR REPLACE FUNCTION clock_acq_waiter_json(
   p_namespace VARBINARY(255), p_resource VARBINARY(255), p_owner CHAR(36) CHARACTER SET ascii,
-  p_mode VARCHAR(9), p_slots INT, p_position BIGINT, p_since BIGINT, p_expires BIGINT,
-  p_host VARCHAR(255), p_ip VARCHAR(64), p_pid BIGINT, p_user VARCHAR(255), p_command TEXT,
-  p_started BIGINT)
-  RETURNS LONGTEXT DETERMINISTIC NO SQL SQL SECURITY INVOKER
+  p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, p_slots INT, p_position BIGINT,
+  p_since BIGINT, p_expires BIGINT, p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, p_pid BIGINT,
+  p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, p_started BIGINT)
+  RETURNS LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+    DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN JSON_OBJECT(
     'namespace', CONVERT(p_namespace USING utf8mb4), 'resource', CONVERT(p_resource USING utf8mb4),
     'owner', p_owner, 'mode', p_mode, 'slots', CAST(p_slots AS SIGNED),
@@ -65,8 +72,11 @@ CREATE OR REPLACE FUNCTION clock_acq_waiter_json(
 -- not happen: the lease with the smallest token, else the earliest queue
 -- entry (first_in_the_way() on PostgreSQL); NULL when neither has one. The
 -- arrays are in token and position order (clock_acq_sorted).
-CREATE OR REPLACE FUNCTION clock_acq_first_in_the_way(p_leases LONGTEXT, p_waiters LONGTEXT)
-  RETURNS LONGTEXT DETERMINISTIC NO SQL SQL SECURITY INVOKER
+CREATE OR REPLACE FUNCTION clock_acq_first_in_the_way(
+  p_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_waiters LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  RETURNS LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+    DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN IF(JSON_LENGTH(p_leases) > 0,
             JSON_OBJECT('owner', JSON_VALUE(p_leases, '$[0].owner'),
                         'host', JSON_VALUE(p_leases, '$[0].host'),
@@ -79,8 +89,11 @@ CREATE OR REPLACE FUNCTION clock_acq_first_in_the_way(p_leases LONGTEXT, p_waite
 -- The elements of a JSON array of objects, without repeats of the same key
 -- and sorted by it (a lease's token, a queue entry's position): the blocked
 -- reply lists each lease or entry in the way once, as PostgreSQL's does.
-CREATE OR REPLACE FUNCTION clock_acq_sorted(p_array LONGTEXT, p_key VARCHAR(16))
-  RETURNS LONGTEXT DETERMINISTIC CONTAINS SQL SQL SECURITY INVOKER
+CREATE OR REPLACE FUNCTION clock_acq_sorted(
+  p_array LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  p_key VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  RETURNS LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+    DETERMINISTIC CONTAINS SQL SQL SECURITY INVOKER
   RETURN COALESCE(
     (SELECT CONCAT('[', GROUP_CONCAT(JSON_EXTRACT(p_array, CONCAT('$[', s.n - 1, ']'))
                                      ORDER BY s.k SEPARATOR ','), ']')

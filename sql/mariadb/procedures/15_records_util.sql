@@ -35,7 +35,8 @@ CREATE OR REPLACE FUNCTION clock_rec_is_resource_name(p_name VARBINARY(1024))
          AND CONVERT(p_name USING latin1) REGEXP '^[A-Za-z0-9_-]+([.][A-Za-z0-9_-]+){0,15}$';
 
 -- Element i (from 0) of a JSON array of names, as bytes.
-CREATE OR REPLACE FUNCTION clock_rec_nth(p_array LONGTEXT, p_i INT)
+CREATE OR REPLACE FUNCTION clock_rec_nth(p_array LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+                                         p_i INT)
   RETURNS VARBINARY(1024) DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN CAST(JSON_VALUE(p_array, CONCAT('$[', p_i, ']')) AS BINARY);
 
@@ -48,11 +49,11 @@ CREATE OR REPLACE FUNCTION clock_rec_nth(p_array LONGTEXT, p_i INT)
 -- call made inside the caller's own transaction: that START TRANSACTION
 -- would silently commit the caller's work, and clock's client calls each
 -- procedure with autocommit on and no transaction open.
-CREATE OR REPLACE PROCEDURE clock_rec_check_names(IN p_namespace VARBINARY(1024),
-                                                  IN p_resources LONGTEXT)
+CREATE OR REPLACE PROCEDURE clock_rec_check_names(
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   NO SQL SQL SECURITY INVOKER
 BEGIN
-  DECLARE v_message VARCHAR(255);
+  DECLARE v_message VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   IF @@in_transaction THEN
     SIGNAL SQLSTATE '25001'
       SET MESSAGE_TEXT = 'clock''s procedures run as one statement of their own (autocommit), '
@@ -71,13 +72,15 @@ BEGIN
     SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = v_message;
   END IF;
   SET v_message = (SELECT CONCAT('invalid resource name ', QUOTE(LEFT(COALESCE(t.r, 'null'), 64)))
-                   FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+                   FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+                          r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
                    WHERE NOT clock_rec_is_resource_name(CAST(t.r AS BINARY)) LIMIT 1);
   IF v_message IS NOT NULL THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
   END IF;
   IF (SELECT COUNT(DISTINCT CAST(t.r AS BINARY))
-      FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t)
+      FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+             r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t)
      <> JSON_LENGTH(p_resources) THEN
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'a resource is named twice in one request';
   END IF;
@@ -88,7 +91,8 @@ END;
 -- src/lock/limits.hpp). Host, ip, user and who asked are bounded by the
 -- procedures' VARCHAR parameters (255, 64, 255, 512), which a strict
 -- sql_mode refuses to overfill and any other truncates.
-CREATE OR REPLACE PROCEDURE clock_rec_check_command(IN p_command TEXT)
+CREATE OR REPLACE PROCEDURE clock_rec_check_command(
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   NO SQL SQL SECURITY INVOKER
 BEGIN
   IF LENGTH(p_command) > 4096 THEN
@@ -98,7 +102,8 @@ END;
 
 -- An owner id: a UUID, lower case (PostgreSQL's uuid type reads any case and
 -- writes lower case; the CHAR(36) ascii_bin columns compare bytes).
-CREATE OR REPLACE FUNCTION clock_rec_owner(p_owner VARCHAR(64))
+CREATE OR REPLACE FUNCTION clock_rec_owner(
+  p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   RETURNS CHAR(36) CHARACTER SET ascii DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN IF(LOWER(p_owner) REGEXP '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
             LOWER(p_owner), NULL);
@@ -107,14 +112,15 @@ CREATE OR REPLACE FUNCTION clock_rec_owner(p_owner VARCHAR(64))
 -- a time in slot order, so that two calls never wait for each other in a
 -- cycle; held until the transaction ends (docs/internals/mariadb.md: the slot row is
 -- written first).
-CREATE OR REPLACE PROCEDURE clock_rec_lock_hierarchies(IN p_namespace VARBINARY(255),
-                                                       IN p_resources LONGTEXT)
+CREATE OR REPLACE PROCEDURE clock_rec_lock_hierarchies(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   FOR s IN (SELECT DISTINCT
               clock_rec_hierarchy_slot(p_namespace, SUBSTRING_INDEX(CAST(t.r AS BINARY), '.', 1))
                 AS slot
-            FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+            FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+                   r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
             ORDER BY slot) DO
     UPDATE hierarchy_locks SET writes = writes + 1 WHERE slot = s.slot;
   END FOR;
@@ -123,14 +129,15 @@ END;
 -- The hash a lease keeps of its owner's secret: SHA-256 as 64 lower-case hex
 -- digits of the secret's UTF-8 bytes (util::sha256_hex, PostgreSQL's
 -- secret_hash()); NULL for no secret.
-CREATE OR REPLACE FUNCTION clock_rec_secret_hash(p_secret TEXT CHARACTER SET utf8mb4)
+CREATE OR REPLACE FUNCTION clock_rec_secret_hash(
+  p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   RETURNS VARCHAR(128) CHARACTER SET ascii DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN IF(COALESCE(p_secret, '') = '', NULL, SHA2(CONVERT(p_secret USING utf8mb4), 256));
 
 -- Whether p_secret proves ownership of a row keeping p_hash: it matches, or
 -- the row keeps none (granted before owner secrets).
 CREATE OR REPLACE FUNCTION clock_rec_proves(p_hash VARCHAR(128) CHARACTER SET ascii,
-                                            p_secret TEXT CHARACTER SET utf8mb4)
+                                            p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   RETURNS BOOLEAN DETERMINISTIC NO SQL SQL SECURITY INVOKER
   RETURN p_hash IS NULL OR COALESCE(p_hash = clock_rec_secret_hash(p_secret), FALSE);
 
@@ -144,9 +151,9 @@ CREATE OR REPLACE FUNCTION clock_rec_proves(p_hash VARCHAR(128) CHARACTER SET as
 -- does not hold, and deadlocked (1213) two renewals (the concurrent force
 -- releases and renewals of tests/integration/test_record_calls.cpp); a
 -- SELECT at READ COMMITTED reads without locks.
-CREATE OR REPLACE PROCEDURE clock_rec_owner_refuses(IN p_owner CHAR(36) CHARACTER SET ascii,
-                                                    IN p_secret TEXT CHARACTER SET utf8mb4,
-                                                    OUT p_refuses BOOLEAN)
+CREATE OR REPLACE PROCEDURE clock_rec_owner_refuses(
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, OUT p_refuses BOOLEAN)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_hash VARCHAR(128) CHARACTER SET ascii DEFAULT clock_rec_secret_hash(p_secret);
@@ -162,9 +169,9 @@ END;
 -- Counts p_count runs of an outcome in run_counts (what PostgreSQL's trigger
 -- on history does): only the outcomes clock_runs_total has. Called beside
 -- every history insert of those events, in the same transaction.
-CREATE OR REPLACE PROCEDURE clock_rec_count_run(IN p_namespace VARBINARY(255),
-                                                IN p_resource VARBINARY(255),
-                                                IN p_outcome VARCHAR(16), IN p_count BIGINT)
+CREATE OR REPLACE PROCEDURE clock_rec_count_run(
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_outcome VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_count BIGINT)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   IF p_count > 0
@@ -183,9 +190,10 @@ END;
 -- reported its command left running (leases.leftovers, clock_note_leftovers).
 -- db_user is USER(), the login (a DEFINER procedure does not change it).
 CREATE OR REPLACE PROCEDURE clock_rec_event(
-  IN p_event VARCHAR(16), IN p_at BIGINT, IN p_namespace VARBINARY(255),
-  IN p_resource VARBINARY(255), IN p_owner CHAR(36) CHARACTER SET ascii, IN p_token BIGINT,
-  IN p_held_for_us BIGINT, IN p_forced_by VARCHAR(512))
+  IN p_event VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_at BIGINT,
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_token BIGINT, IN p_held_for_us BIGINT,
+  IN p_forced_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   INSERT INTO history (at_us, event, namespace, resource, owner, mode, token, held_for_us, host,
@@ -203,10 +211,15 @@ END;
 -- resource, with the owner's lease there if it has one, else the facts the
 -- caller claims, and in forced_by who asked (record_refused()).
 CREATE OR REPLACE PROCEDURE clock_rec_refused(
-  IN p_at BIGINT, IN p_namespace VARBINARY(255), IN p_resources LONGTEXT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_mode VARCHAR(9), IN p_host VARCHAR(255),
-  IN p_ip VARCHAR(64), IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT,
-  IN p_by VARCHAR(512))
+  IN p_at BIGINT, IN p_namespace VARBINARY(255),
+  IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   INSERT INTO history (at_us, event, namespace, resource, owner, mode, token, host, ip, pid,
@@ -215,7 +228,8 @@ BEGIN
          l.token, COALESCE(l.host, p_host, ''), COALESCE(l.ip, p_ip, ''),
          COALESCE(l.pid, p_pid, 0), COALESCE(l.user_name, p_user, ''),
          COALESCE(l.command, p_command, ''), COALESCE(p_by, ''), USER()
-  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t
+  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+         n FOR ORDINALITY, r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
   LEFT JOIN leases l
     ON l.namespace = p_namespace AND l.resource = CAST(t.r AS BINARY) AND l.owner = p_owner
   ORDER BY t.n;
@@ -226,10 +240,15 @@ END;
 -- (p_in_the_way: JSON {"owner", "host", "token"} or, for --once-per, also
 -- "started" in microseconds), counted in run_counts (record_missed()).
 CREATE OR REPLACE PROCEDURE clock_rec_missed(
-  IN p_event VARCHAR(16), IN p_at BIGINT, IN p_namespace VARBINARY(255), IN p_resources LONGTEXT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_mode VARCHAR(9), IN p_host VARCHAR(255),
-  IN p_ip VARCHAR(64), IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT,
-  IN p_in_the_way LONGTEXT)
+  IN p_event VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_at BIGINT,
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_in_the_way LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   INSERT INTO history (at_us, event, namespace, resource, owner, mode, host, ip, pid, user_name,
@@ -241,12 +260,14 @@ BEGIN
          JSON_VALUE(p_in_the_way, '$.host'),
          CAST(JSON_VALUE(p_in_the_way, '$.token') AS SIGNED),
          CAST(JSON_VALUE(p_in_the_way, '$.started') AS SIGNED)
-  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t
+  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+         n FOR ORDINALITY, r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
   ORDER BY t.n;
   IF p_event IN ('skipped', 'timed_out', 'killed') THEN
     INSERT INTO run_counts (namespace, resource, outcome, count)
     SELECT p_namespace, CAST(t.r AS BINARY), p_event, 1
-    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+           r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
     ON DUPLICATE KEY UPDATE count = count + 1;
   END IF;
 END;

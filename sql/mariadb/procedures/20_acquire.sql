@@ -63,17 +63,22 @@
 -- waited for up to innodb_lock_wait_timeout, error 1205, which the store
 -- retries).
 CREATE OR REPLACE PROCEDURE clock_try_acquire(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_mode VARCHAR(16),
-  IN p_slots INT, IN p_owner VARCHAR(64), IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(255),
-  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
-  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT, IN p_record_refusal BOOLEAN,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_once_per_ms BIGINT,
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_queue BOOLEAN,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
+  IN p_record_refusal BOOLEAN, IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_once_per_ms BIGINT,
   IN p_expiry_margin_ms BIGINT)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: one attempt at taking every resource of a request (PostgreSQL try_acquire())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
-  DECLARE v_result LONGTEXT DEFAULT NULL;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL;
   CALL clock_rec_check_names(p_namespace, p_resources);
   CALL clock_rec_check_command(p_command);
   SET v_owner = clock_rec_owner(p_owner);
@@ -108,23 +113,24 @@ END;
 -- re-entry and for a done --once-per period, then granted, all or none
 -- (clock_acq_grant_all).
 CREATE OR REPLACE PROCEDURE clock_acq_acquire_general(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
-  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
-  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT, IN p_record_refusal BOOLEAN,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_once_per_ms BIGINT,
-  IN p_expiry_margin_ms BIGINT, OUT p_result LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_queue BOOLEAN,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
+  IN p_record_refusal BOOLEAN, IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_once_per_ms BIGINT,
+  IN p_expiry_margin_ms BIGINT, OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_refuses BOOLEAN;
   DECLARE v_now BIGINT;
   DECLARE v_judged BIGINT;     -- the instant other leases are judged expired at
-  DECLARE v_verdicts LONGTEXT;
-  DECLARE v_leases LONGTEXT;
-  DECLARE v_waiters LONGTEXT;
-  DECLARE v_blockers LONGTEXT;
-  DECLARE v_cycle LONGTEXT;
-  DECLARE v_done LONGTEXT;
+  DECLARE v_verdicts, v_leases, v_waiters, v_blockers, v_cycle, v_done LONGTEXT
+    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   SET p_result = NULL;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
@@ -211,9 +217,12 @@ END;
 -- try_acquire's not_proven reply, p_result; NULL when the secret proves
 -- them all (reentry_refused() on PostgreSQL).
 CREATE OR REPLACE PROCEDURE clock_acq_reentry_refused(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_verdicts LONGTEXT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_secret TEXT CHARACTER SET utf8mb4,
-  IN p_by VARCHAR(512), IN p_now BIGINT, OUT p_result LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_verdicts LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_i INT DEFAULT 0;
@@ -250,8 +259,9 @@ END;
 -- Read under the slot rows that clock_release holds while it records a
 -- success, so a request granted after the run that did the period finds it.
 CREATE OR REPLACE PROCEDURE clock_acq_period_done(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_once_per_ms BIGINT,
-  IN p_now BIGINT, OUT p_done LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_once_per_ms BIGINT, IN p_now BIGINT,
+  OUT p_done LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET p_done = NULL;
@@ -260,7 +270,8 @@ BEGIN
                      'host', s.host, 'token', CAST(s.token AS SIGNED),
                      'started', CAST(s.started_us AS SIGNED))
     INTO p_done
-  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+         r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
   JOIN last_success s ON s.namespace = p_namespace AND s.resource = CAST(t.r AS BINARY)
   WHERE s.started_us >= p_now - p_once_per_ms * 1000
   ORDER BY s.resource LIMIT 1;
@@ -273,10 +284,15 @@ END;
 -- try_acquire's reply {"outcome": "done", "done_by": p_done}
 -- (skip_done_period() on PostgreSQL).
 CREATE OR REPLACE PROCEDURE clock_acq_skip_done_period(
-  IN p_done LONGTEXT, IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_now BIGINT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_mode VARCHAR(9), IN p_host VARCHAR(255),
-  IN p_ip VARCHAR(64), IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT,
-  OUT p_result LONGTEXT)
+  IN p_done LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_namespace VARBINARY(255),
+  IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   CALL clock_rec_missed('skipped', p_now, p_namespace, p_resources, p_owner, p_mode, p_host, p_ip,
@@ -295,26 +311,33 @@ END;
 -- new lease of the request, in request order, and the row all grants share
 -- is held for the inserts and the commit only.
 CREATE OR REPLACE PROCEDURE clock_acq_grant_all(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_verdicts LONGTEXT,
-  IN p_mode VARCHAR(9), IN p_slots INT, IN p_owner CHAR(36) CHARACTER SET ascii,
-  IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64), IN p_host VARCHAR(255), IN p_ip VARCHAR(64),
-  IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_now BIGINT, OUT p_result LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_verdicts LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_expires BIGINT DEFAULT IF(p_ttl_ms = 0, NULL, p_now + p_ttl_ms * 1000);
   DECLARE v_i INT DEFAULT 0;
   DECLARE v_resource VARBINARY(255);
-  DECLARE v_verdict VARCHAR(16);
+  DECLARE v_verdict VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_new INT;
   DECLARE v_next BIGINT;       -- the last token drawn
   DECLARE v_token BIGINT;
   DECLARE v_depth INT;
-  DECLARE v_grants LONGTEXT DEFAULT '[]';
+  DECLARE v_grants LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
   DECLARE v_found BOOLEAN;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   SELECT COUNT(*) INTO v_new
-  FROM JSON_TABLE(p_verdicts, '$[*]' COLUMNS (v VARCHAR(16) PATH '$')) AS t
+  FROM JSON_TABLE(p_verdicts, '$[*]' COLUMNS (
+         v VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
   WHERE t.v = 'grant';
   IF v_new > 0 THEN
     UPDATE tokens SET last = last + v_new WHERE id = 1;

@@ -22,22 +22,26 @@
 -- p_leases and p_waiters, and {owner, resource, host} of each to
 -- p_blockers, the deadlock search's starting points.
 CREATE OR REPLACE PROCEDURE clock_acq_decide(
-  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255), IN p_mode VARCHAR(9),
-  IN p_slots INT, IN p_owner CHAR(36) CHARACTER SET ascii, IN p_request_id VARCHAR(64),
-  IN p_now BIGINT, OUT p_verdict VARCHAR(16), OUT p_other_slots INT,
-  INOUT p_leases LONGTEXT, INOUT p_waiters LONGTEXT, INOUT p_blockers LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_verdict VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, OUT p_other_slots INT,
+  INOUT p_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  INOUT p_waiters LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  INOUT p_blockers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_root VARBINARY(255) DEFAULT SUBSTRING_INDEX(p_resource, '.', 1);
   DECLARE v_found BOOLEAN DEFAULT TRUE;
-  DECLARE v_request VARCHAR(64);
-  DECLARE v_mode VARCHAR(9);
+  DECLARE v_request VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+  DECLARE v_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_slots INT;
   DECLARE v_holders INT DEFAULT 0;       -- other owners' slots of this very semaphore
-  DECLARE v_holder_leases LONGTEXT DEFAULT '[]';
-  DECLARE v_holder_blockers LONGTEXT DEFAULT '[]';
+  DECLARE v_holder_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
+  DECLARE v_holder_blockers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
   DECLARE v_blocked BOOLEAN DEFAULT FALSE;
-  DECLARE v_command TEXT;
+  DECLARE v_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   SET p_verdict = 'grant';
   SET p_other_slots = 0;
@@ -118,17 +122,19 @@ END;
 -- its slots). A procedure of its own so that clock_acq_decide reads on one
 -- screen.
 CREATE OR REPLACE PROCEDURE clock_acq_decide_waiters(
-  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255), IN p_mode VARCHAR(9),
-  IN p_slots INT, IN p_owner CHAR(36) CHARACTER SET ascii, IN p_now BIGINT, IN p_holders INT,
-  INOUT p_verdict VARCHAR(16), INOUT p_other_slots INT, INOUT p_waiters LONGTEXT,
-  INOUT p_blockers LONGTEXT, INOUT p_blocked BOOLEAN)
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_now BIGINT, IN p_holders INT,
+  INOUT p_verdict VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, INOUT p_other_slots INT,
+  INOUT p_waiters LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  INOUT p_blockers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, INOUT p_blocked BOOLEAN)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_root VARBINARY(255) DEFAULT SUBSTRING_INDEX(p_resource, '.', 1);
   DECLARE v_found BOOLEAN DEFAULT TRUE;
   DECLARE v_mine BIGINT;
   DECLARE v_queued INT DEFAULT 0;
-  DECLARE v_command TEXT;
+  DECLARE v_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   SELECT position INTO v_mine FROM waiters
   WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner
@@ -181,16 +187,21 @@ END;
 -- request ('slots_mismatch' or 'upgrade', at the first resource that does),
 -- then the rest is partial; NULL otherwise.
 CREATE OR REPLACE PROCEDURE clock_acq_decide_all(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_request_id VARCHAR(64), IN p_judged BIGINT,
-  IN p_now BIGINT, OUT p_verdicts LONGTEXT, OUT p_refusal LONGTEXT, OUT p_leases LONGTEXT,
-  OUT p_waiters LONGTEXT, OUT p_blockers LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_judged BIGINT,
+  IN p_now BIGINT, OUT p_verdicts LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  OUT p_refusal LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  OUT p_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  OUT p_waiters LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  OUT p_blockers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_i INT DEFAULT 0;
   DECLARE v_resource VARBINARY(255);
   DECLARE v_expired INT;
-  DECLARE v_verdict VARCHAR(16);
+  DECLARE v_verdict VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_other_slots INT;
   SET p_verdicts = '[]', p_refusal = NULL, p_leases = '[]', p_waiters = '[]', p_blockers = '[]';
   each_resource: WHILE v_i < JSON_LENGTH(p_resources) DO

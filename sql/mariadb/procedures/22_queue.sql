@@ -18,10 +18,15 @@
 -- its lifetime is gone or the request changed (fewer writes); a dead one is
 -- replaced, so a waiter that lapsed goes to the back.
 CREATE OR REPLACE PROCEDURE clock_acq_enqueue(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
-  IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT, IN p_user VARCHAR(255),
-  IN p_command TEXT, IN p_started BIGINT, IN p_now BIGINT, IN p_secret TEXT CHARACTER SET utf8mb4)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT, IN p_now BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_life BIGINT DEFAULT clock_acq_waiter_lifetime(p_ttl_ms);
@@ -29,8 +34,8 @@ BEGIN
   DECLARE v_resource VARBINARY(255);
   DECLARE v_found BOOLEAN;
   DECLARE v_expires BIGINT;
-  DECLARE v_request VARCHAR(64);
-  DECLARE v_mode VARCHAR(9);
+  DECLARE v_request VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+  DECLARE v_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_slots INT;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   WHILE v_i < JSON_LENGTH(p_resources) DO
@@ -68,16 +73,24 @@ END;
 -- token, the queue entries by position, each once (queue_blocked() on
 -- PostgreSQL).
 CREATE OR REPLACE PROCEDURE clock_acq_queue_blocked(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
-  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
-  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT, IN p_record_refusal BOOLEAN,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_leases LONGTEXT, IN p_waiters LONGTEXT,
-  IN p_now BIGINT, OUT p_result LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_queue BOOLEAN,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
+  IN p_record_refusal BOOLEAN, IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_waiters LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
-  DECLARE v_leases LONGTEXT DEFAULT clock_acq_sorted(p_leases, 'token');
-  DECLARE v_waiters LONGTEXT DEFAULT clock_acq_sorted(p_waiters, 'position');
+  DECLARE v_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+    DEFAULT clock_acq_sorted(p_leases, 'token');
+  DECLARE v_waiters LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+    DEFAULT clock_acq_sorted(p_waiters, 'position');
   IF p_queue THEN
     CALL clock_acq_enqueue(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                            p_request_id, p_host, p_ip, p_pid, p_user, p_command, p_started, p_now,
@@ -95,9 +108,9 @@ END;
 -- Removes the owner queue entries for the resources of a request (granted,
 -- deadlocked, or its period done). No wake-up to send: MariaDB has no
 -- NOTIFY; waiters poll (docs/internals/mariadb.md).
-CREATE OR REPLACE PROCEDURE clock_acq_dequeue(IN p_namespace VARBINARY(255),
-                                              IN p_resources LONGTEXT,
-                                              IN p_owner CHAR(36) CHARACTER SET ascii)
+CREATE OR REPLACE PROCEDURE clock_acq_dequeue(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_i INT DEFAULT 0;
@@ -120,14 +133,14 @@ END;
 CREATE OR REPLACE PROCEDURE clock_acq_in_the_way(
   IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
   IN p_owner CHAR(36) CHARACTER SET ascii, IN p_mine BIGINT, IN p_now BIGINT,
-  OUT p_way LONGTEXT)
+  OUT p_way LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_root VARBINARY(255) DEFAULT SUBSTRING_INDEX(p_resource, '.', 1);
-  DECLARE v_leases LONGTEXT DEFAULT '[]';
-  DECLARE v_first LONGTEXT DEFAULT NULL;
+  DECLARE v_leases LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
+  DECLARE v_first LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL;
   DECLARE v_ahead INT DEFAULT 0;
-  DECLARE v_command TEXT;
+  DECLARE v_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   -- A row read by its key may have gone since (nothing is locked): then
   -- its command is NULL, or the first entry ahead is left out.
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_command = NULL;
@@ -189,7 +202,8 @@ END;
 -- take shared row locks (15_records_util.sql).
 CREATE OR REPLACE PROCEDURE clock_acq_may_queue_fast(
   IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_request_id VARCHAR(64), IN p_now BIGINT,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
   OUT p_may BOOLEAN)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
@@ -221,18 +235,22 @@ END;
 -- when nothing is in the way (the general path then grants). p_now: the
 -- call's instant; p_judged: the one other owners' rows are judged at.
 CREATE OR REPLACE PROCEDURE clock_acq_queue_behind(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_mode VARCHAR(9), IN p_slots INT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
-  IN p_queue BOOLEAN, IN p_host VARCHAR(255), IN p_ip VARCHAR(64), IN p_pid BIGINT,
-  IN p_user VARCHAR(255), IN p_command TEXT, IN p_started BIGINT,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_now BIGINT, IN p_judged BIGINT,
-  OUT p_reply LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_queue BOOLEAN,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT, IN p_judged BIGINT,
+  OUT p_reply LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_resource VARBINARY(255) DEFAULT clock_rec_nth(p_resources, 0);
   DECLARE v_may BOOLEAN DEFAULT FALSE;
   DECLARE v_mine BIGINT DEFAULT NULL;
-  DECLARE v_way LONGTEXT;
+  DECLARE v_way LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_mine = NULL;
   SET p_reply = NULL;
   IF JSON_LENGTH(p_resources) = 1 AND p_queue AND p_mode = 'exclusive' AND p_slots = 0 THEN

@@ -22,25 +22,26 @@
 -- held or queued for by the next link owner (the last one by the
 -- requester's), as store::describe(Cycle) words it; NULL if there is none.
 CREATE OR REPLACE PROCEDURE clock_acq_find_cycle_links(
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_host VARCHAR(255), IN p_blockers LONGTEXT,
-  IN p_now BIGINT, OUT p_cycle LONGTEXT)
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_blockers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_cycle LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   READS SQL DATA SQL SECURITY INVOKER
 BEGIN
   -- Owners reached, in order; each {owner, host, parent, via}: parent is
   -- the index (from 1) of the owner that waits for this one, 0 for the
-  -- requester; via, the resource it waits for.
-  DECLARE v_nodes LONGTEXT DEFAULT '[]';
-  DECLARE v_owners LONGTEXT DEFAULT '[]';   -- the owners of v_nodes alone
+  -- requester; via, the resource it waits for. v_owners: their owners alone.
+  DECLARE v_nodes, v_owners LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
   DECLARE v_first INT DEFAULT 1;            -- the frontier is v_nodes[v_first..v_last]
-  DECLARE v_last INT;
   DECLARE v_depth INT DEFAULT 0;
-  DECLARE v_i INT;
-  DECLARE v_parent INT;
+  DECLARE v_last, v_i, v_parent INT;
   SET p_cycle = NULL;
   FOR b IN (SELECT t.o, t.r, t.h
-            FROM JSON_TABLE(p_blockers, '$[*]' COLUMNS (
-                   n FOR ORDINALITY, o CHAR(36) PATH '$.owner', r VARCHAR(1024) PATH '$.resource',
-                   h VARCHAR(255) PATH '$.host')) AS t ORDER BY t.n) DO
+            FROM JSON_TABLE(p_blockers, '$[*]' COLUMNS (n FOR ORDINALITY,
+                   o CHAR(36) CHARACTER SET ascii COLLATE ascii_bin PATH '$.owner',
+                   r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$.resource',
+                   h VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$.host')) AS t
+            ORDER BY t.n) DO
     IF b.o <> p_owner AND NOT JSON_CONTAINS(v_owners, JSON_QUOTE(b.o)) THEN
       SET v_owners = JSON_ARRAY_APPEND(v_owners, '$', b.o);
       SET v_nodes = JSON_ARRAY_APPEND(v_nodes, '$',
@@ -50,12 +51,11 @@ BEGIN
   END FOR;
   search: WHILE v_depth < 64 AND p_cycle IS NULL DO
     SET v_last = JSON_LENGTH(v_owners);
-    IF v_first > v_last THEN
-      LEAVE search;
-    END IF;
+    IF v_first > v_last THEN LEAVE search; END IF;
     edges: FOR e IN (
         SELECT w.owner AS from_owner, l.owner AS to_owner, l.resource, l.host AS to_host
-        FROM JSON_TABLE(v_owners, '$[*]' COLUMNS (k FOR ORDINALITY, o CHAR(36) PATH '$')) AS f
+        FROM JSON_TABLE(v_owners, '$[*]' COLUMNS (
+               k FOR ORDINALITY, o CHAR(36) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) AS f
         JOIN waiters w ON w.owner = f.o AND f.k BETWEEN v_first AND v_last
         JOIN leases l ON l.namespace = w.namespace
                      AND l.resource >= SUBSTRING_INDEX(w.resource, '.', 1)
@@ -71,7 +71,8 @@ BEGIN
                           AND (h.expires_us IS NULL OR h.expires_us > p_now)) < w.slots)
         UNION
         SELECT w.owner, x.owner, x.resource, x.host
-        FROM JSON_TABLE(v_owners, '$[*]' COLUMNS (k FOR ORDINALITY, o CHAR(36) PATH '$')) AS f
+        FROM JSON_TABLE(v_owners, '$[*]' COLUMNS (
+               k FOR ORDINALITY, o CHAR(36) CHARACTER SET ascii COLLATE ascii_bin PATH '$')) AS f
         JOIN waiters w ON w.owner = f.o AND f.k BETWEEN v_first AND v_last
         JOIN waiters x ON x.namespace = w.namespace
                       AND x.resource >= SUBSTRING_INDEX(w.resource, '.', 1)
@@ -127,8 +128,11 @@ END;
 -- owner others can be waiting for (a live lease or queue entry), as
 -- search_deadlock() on PostgreSQL.
 CREATE OR REPLACE PROCEDURE clock_acq_search_deadlock(
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_request_id VARCHAR(64), IN p_host VARCHAR(255),
-  IN p_blockers LONGTEXT, IN p_now BIGINT, OUT p_cycle LONGTEXT)
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_blockers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_cycle LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_queued_here BOOLEAN;

@@ -24,8 +24,10 @@
 -- One transaction of its own (READ COMMITTED), before the general path's.
 CREATE OR REPLACE PROCEDURE clock_acq_fast_path_waiting(
   IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT, IN p_request_id VARCHAR(64),
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_expiry_margin_ms BIGINT, OUT p_reply LONGTEXT)
+  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_ttl_ms BIGINT,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_expiry_margin_ms BIGINT,
+  OUT p_reply LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_root VARBINARY(255) DEFAULT SUBSTRING_INDEX(p_resource, '.', 1);
@@ -36,7 +38,7 @@ BEGIN
   DECLARE v_refuses BOOLEAN;
   DECLARE v_holds BOOLEAN;
   DECLARE v_expired BOOLEAN;
-  DECLARE v_way LONGTEXT;
+  DECLARE v_way LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_mine = NULL;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   SET p_reply = NULL;

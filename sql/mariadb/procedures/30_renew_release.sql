@@ -31,8 +31,10 @@
 -- resource recorded 'refused' with p_by, who asked, and refused as
 -- 'not_proven', in request order (owner_not_proven() on PostgreSQL).
 CREATE OR REPLACE PROCEDURE clock_rec_owner_not_proven(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_owner CHAR(36) CHARACTER SET ascii,
-  IN p_by VARCHAR(512), IN p_now BIGINT, OUT p_result LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   CALL clock_rec_refused(p_now, p_namespace, p_resources, p_owner, NULL, NULL, NULL, NULL, NULL,
@@ -41,8 +43,9 @@ BEGIN
     'outcome', 'not_owner', 'now', CAST(p_now AS SIGNED),
     'lost', (SELECT JSON_ARRAYAGG(JSON_OBJECT('resource', t.r, 'reason', 'not_proven')
                                   ORDER BY t.n)
-             FROM JSON_TABLE(p_resources, '$[*]'
-                             COLUMNS (n FOR ORDINALITY, r VARCHAR(1024) PATH '$')) AS t));
+             FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+                    n FOR ORDINALITY,
+                    r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t));
 END;
 
 -- The owner's leases of p_resources judged for clock_renew and
@@ -56,9 +59,12 @@ END;
 -- by p_secret, acquired it) and an expired lease is removed;
 -- clock_note_leftovers leaves that to the next renewal.
 CREATE OR REPLACE PROCEDURE clock_rec_judge_leases(
-  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT, IN p_owner CHAR(36) CHARACTER SET ascii,
-  IN p_tokens LONGTEXT, IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512),
-  IN p_now BIGINT, IN p_record_losses BOOLEAN, OUT p_lost LONGTEXT)
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_tokens LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  IN p_record_losses BOOLEAN, OUT p_lost LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_i INT DEFAULT 0;
@@ -132,9 +138,11 @@ END;
 -- or 'not_proven'. p_tokens: a JSON array of the tokens held, in resource
 -- order, or [] for any.
 CREATE OR REPLACE PROCEDURE clock_renew(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_tokens LONGTEXT, IN p_ttl_ms BIGINT, IN p_secret TEXT CHARACTER SET utf8mb4,
-  IN p_by VARCHAR(512))
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_tokens LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_ttl_ms BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: renew the owner''s leases (PostgreSQL renew())'
 BEGIN
@@ -144,8 +152,8 @@ BEGIN
   DECLARE v_expires BIGINT;
   DECLARE v_count INT;
   DECLARE v_i INT DEFAULT 0;
-  DECLARE v_lost LONGTEXT;
-  DECLARE v_result LONGTEXT;
+  DECLARE v_lost LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   SET v_owner = clock_rec_owner(p_owner);
@@ -213,9 +221,12 @@ END;
 -- PostgreSQL's message (the array's elements are not checked, as there:
 -- the client reads only well-formed ones).
 CREATE OR REPLACE PROCEDURE clock_note_leftovers(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_tokens LONGTEXT, IN p_leftovers LONGTEXT CHARACTER SET utf8mb4,
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512))
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_tokens LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_leftovers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: record what the owner''s command left running (PostgreSQL note_leftovers())'
 BEGIN
@@ -224,9 +235,9 @@ BEGIN
   DECLARE v_now BIGINT;
   DECLARE v_count INT;
   DECLARE v_i INT DEFAULT 0;
-  DECLARE v_leftovers LONGTEXT CHARACTER SET utf8mb4;
-  DECLARE v_lost LONGTEXT;
-  DECLARE v_result LONGTEXT;
+  DECLARE v_leftovers LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+  DECLARE v_lost LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   SET v_owner = clock_rec_owner(p_owner);
@@ -287,9 +298,12 @@ END;
 -- recorded with p_by. p_succeeded (no default on MariaDB: pass FALSE): the
 -- run exited 0, so a lease ending here is its resource's latest success.
 CREATE OR REPLACE PROCEDURE clock_release(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_host VARCHAR(255),
-  IN p_lineage LONGTEXT, IN p_succeeded BOOLEAN)
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_lineage LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_succeeded BOOLEAN)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: release the owner''s leases (PostgreSQL release())'
 BEGIN
@@ -303,12 +317,12 @@ BEGIN
   DECLARE v_lease_acquired BIGINT;
   DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
   DECLARE v_lease_depth INT;
-  DECLARE v_lease_host VARCHAR(255);
+  DECLARE v_lease_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_lease_pid BIGINT;
-  DECLARE v_released LONGTEXT DEFAULT '[]';
-  DECLARE v_refused LONGTEXT DEFAULT '[]';
+  DECLARE v_released LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
+  DECLARE v_refused LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
   DECLARE v_other_holds BOOLEAN;
-  DECLARE v_result LONGTEXT;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
@@ -393,7 +407,8 @@ END;
 -- next grant draws a larger token, so the old holder's fenced writes fail;
 -- it learns at its next renewal (no LISTEN for --watch-lease here).
 CREATE OR REPLACE PROCEDURE clock_force_release(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_forced_by VARCHAR(512))
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_forced_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: remove every holder of the resources (PostgreSQL force_release())'
 BEGIN
@@ -402,8 +417,8 @@ BEGIN
   DECLARE v_i INT DEFAULT 0;
   DECLARE v_resource VARBINARY(255);
   DECLARE v_removed INT;
-  DECLARE v_released LONGTEXT DEFAULT '[]';
-  DECLARE v_result LONGTEXT;
+  DECLARE v_released LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
   SET v_count = JSON_LENGTH(p_resources);
@@ -446,8 +461,10 @@ END;
 -- waiter giving up; p_request_id NULL: any request's); 0 when p_secret does
 -- not prove the owner, which is recorded 'refused' instead.
 CREATE OR REPLACE PROCEDURE clock_leave_queue(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_request_id VARCHAR(64), IN p_secret TEXT CHARACTER SET utf8mb4)
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_request_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: leave the queue (PostgreSQL leave_queue())'
 BEGIN

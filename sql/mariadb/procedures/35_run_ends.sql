@@ -46,9 +46,13 @@ END;
 -- server lost between the two leaves the release without its exit, never
 -- an exit without its release.
 CREATE OR REPLACE PROCEDURE clock_release2(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512), IN p_host VARCHAR(255),
-  IN p_lineage LONGTEXT, IN p_succeeded BOOLEAN, IN p_exit_code INT, IN p_exit_signal INT)
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_lineage LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_succeeded BOOLEAN,
+  IN p_exit_code INT, IN p_exit_signal INT)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: release, recording how the run ended (PostgreSQL release2())'
 BEGIN
@@ -80,11 +84,12 @@ END;
 -- filter).
 CREATE OR REPLACE PROCEDURE clock_history2(
   IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_limit INT,
-  IN p_event VARCHAR(16), IN p_since_us BIGINT, IN p_within_ms BIGINT, IN p_host VARCHAR(255))
+  IN p_event VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_since_us BIGINT,
+  IN p_within_ms BIGINT, IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   READS SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: history events as JSON, filtered by time and host (PostgreSQL history2())'
 BEGIN
-  DECLARE v_result LONGTEXT;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_below VARBINARY(1025) DEFAULT CONCAT(p_prefix, '.');
   DECLARE v_above VARBINARY(1025) DEFAULT CONCAT(p_prefix, '/');
   DECLARE v_limit INT DEFAULT GREATEST(COALESCE(p_limit, 0), 0);
@@ -164,7 +169,7 @@ CREATE OR REPLACE PROCEDURE clock_run_results(
   READS SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: each resource''s run results as JSON (PostgreSQL run_results())'
 BEGIN
-  DECLARE v_result LONGTEXT;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_below VARBINARY(1025) DEFAULT CONCAT(p_prefix, '.');
   DECLARE v_above VARBINARY(1025) DEFAULT CONCAT(p_prefix, '/');
   DECLARE v_saved BIGINT UNSIGNED DEFAULT @@SESSION.group_concat_max_len;

@@ -97,11 +97,11 @@ END;
 -- behind).
 CREATE OR REPLACE PROCEDURE clock_history(
   IN p_namespace VARBINARY(1024), IN p_prefix VARBINARY(1024), IN p_limit INT,
-  IN p_event VARCHAR(16))
+  IN p_event VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   READS SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: the newest history events as JSON (PostgreSQL history())'
 BEGIN
-  DECLARE v_result LONGTEXT;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_below VARBINARY(1025) DEFAULT CONCAT(p_prefix, '.');
   DECLARE v_above VARBINARY(1025) DEFAULT CONCAT(p_prefix, '/');
   DECLARE v_limit INT DEFAULT GREATEST(COALESCE(p_limit, 0), 0);

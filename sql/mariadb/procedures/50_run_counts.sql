@@ -21,10 +21,16 @@
 -- keeps another hash), recorded 'refused' instead. Takes no hierarchy slot:
 -- it decides nothing about who runs (as on PostgreSQL).
 CREATE OR REPLACE PROCEDURE clock_record_missed_run(
-  IN p_event VARCHAR(16), IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT,
-  IN p_owner VARCHAR(64), IN p_mode VARCHAR(9), IN p_host VARCHAR(255), IN p_ip VARCHAR(64),
-  IN p_pid BIGINT, IN p_user VARCHAR(255), IN p_command TEXT, IN p_in_the_way LONGTEXT,
-  IN p_secret TEXT CHARACTER SET utf8mb4)
+  IN p_event VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_namespace VARBINARY(1024),
+  IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_mode VARCHAR(9) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
+  IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_in_the_way LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: record a run that timed out or was killed (PostgreSQL record_missed_run())'
 BEGIN
@@ -32,7 +38,7 @@ BEGIN
   DECLARE v_refuses BOOLEAN;
   DECLARE v_now BIGINT;
   DECLARE v_written INT DEFAULT 0;
-  DECLARE v_message VARCHAR(255);
+  DECLARE v_message VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   IF p_event IS NULL OR p_event NOT IN ('timed_out', 'killed') THEN
     SET v_message = CONCAT('record_missed_run: the event is timed_out or killed, not ',

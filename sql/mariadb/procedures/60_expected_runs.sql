@@ -18,9 +18,10 @@
 -- hierarchy slot (it decides nothing about who runs); rows are written in
 -- resource order, one order of row locks for every caller.
 CREATE OR REPLACE PROCEDURE clock_expect_runs(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_every_ms BIGINT,
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_secret TEXT CHARACTER SET utf8mb4,
-  IN p_by VARCHAR(512))
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_every_ms BIGINT, IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: declare the expected period of runs (PostgreSQL expect_runs())'
 BEGIN
@@ -52,7 +53,8 @@ BEGIN
   -- Only the holder declares: a live lease of p_owner on every resource,
   -- proven by p_secret (a plain SELECT … INTO: no shared row locks).
   SELECT COUNT(*) INTO v_unheld
-  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+  FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+         r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
   LEFT JOIN leases l
     ON l.namespace = p_namespace AND l.resource = CAST(t.r AS BINARY) AND l.owner = p_owner
        AND (l.expires_us IS NULL OR l.expires_us > v_now)
@@ -88,7 +90,8 @@ BEGIN
     -- IF(): an unchanged row is left alone (no new row version, no write).
     INSERT INTO expected_runs (namespace, resource, every_ms, declared_us)
     SELECT p_namespace, CAST(t.r AS BINARY), p_every_ms, v_now
-    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (r VARCHAR(1024) PATH '$')) AS t
+    FROM JSON_TABLE(p_resources, '$[*]' COLUMNS (
+           r VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS t
     ORDER BY CAST(t.r AS BINARY)
     ON DUPLICATE KEY UPDATE every_ms = VALUES(every_ms);
   END IF;

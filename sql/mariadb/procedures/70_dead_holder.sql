@@ -13,11 +13,14 @@
 -- Written on the leases whose pid is p_pid only (a nested clock run
 -- re-enters the outer one's lease, which keeps the outer one's trace).
 CREATE OR REPLACE PROCEDURE clock_note_holder(
-  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT, IN p_owner VARCHAR(64),
-  IN p_tokens LONGTEXT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT, IN p_pid BIGINT,
-  IN p_pid_start BIGINT,
-  IN p_job_group BIGINT, IN p_job_cgroup VARCHAR(4096),
-  IN p_secret TEXT CHARACTER SET utf8mb4, IN p_by VARCHAR(512))
+  IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_tokens LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_boot_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid_ns BIGINT,
+  IN p_pid BIGINT, IN p_pid_start BIGINT, IN p_job_group BIGINT,
+  IN p_job_cgroup VARCHAR(4096) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: record the holder''s process facts on its leases (PostgreSQL note_holder())'
 BEGIN
@@ -32,8 +35,8 @@ BEGIN
   DECLARE v_lease_token BIGINT;
   DECLARE v_lease_expires BIGINT;
   DECLARE v_lease_hash VARCHAR(128) CHARACTER SET ascii;
-  DECLARE v_lost LONGTEXT DEFAULT '[]';
-  DECLARE v_result LONGTEXT;
+  DECLARE v_lost LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   CALL clock_rec_check_names(p_namespace, p_resources);
@@ -108,8 +111,9 @@ END;
 -- under p_token, only when it names that boot id and pid namespace (the
 -- boot id is readable on the holder's host alone), else JSON null.
 CREATE OR REPLACE PROCEDURE clock_holder_trace(
-  IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024), IN p_owner VARCHAR(64),
-  IN p_token BIGINT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT)
+  IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024),
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_token BIGINT,
+  IN p_boot_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid_ns BIGINT)
   READS SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: the process facts recorded on one lease (PostgreSQL holder_trace())'
 BEGIN
@@ -131,14 +135,16 @@ END;
 -- "user@host pid N (holder died)", db_user the login); 0 when there is no such
 -- lease. What a login can do with it: docs/threat-model.md, "Dead holders".
 CREATE OR REPLACE PROCEDURE clock_end_dead_lease(
-  IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024), IN p_owner VARCHAR(64),
-  IN p_token BIGINT, IN p_boot_id VARCHAR(64), IN p_pid_ns BIGINT, IN p_pid BIGINT,
-  IN p_pid_start BIGINT, IN p_by VARCHAR(512))
+  IN p_namespace VARBINARY(1024), IN p_resource VARBINARY(1024),
+  IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_token BIGINT,
+  IN p_boot_id VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid_ns BIGINT,
+  IN p_pid BIGINT, IN p_pid_start BIGINT,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: end a lease whose holder died on its host (PostgreSQL end_dead_lease())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
-  DECLARE v_resources LONGTEXT;
+  DECLARE v_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE v_now BIGINT;
   DECLARE v_acquired BIGINT;
   DECLARE v_ended INT DEFAULT 0;
