@@ -125,27 +125,29 @@ std::optional<JobCgroup> JobCgroup::create() {
     spdlog::debug("no cgroup of its own for the job: mkdir {}: {}", path, strerror(errno));
     return std::nullopt;
   }
+  int dir_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int procs = ::open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
   int kill = ::open((path + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
-  if (procs < 0 || kill < 0) {
-    spdlog::debug("no cgroup of its own for the job: {}/cgroup.{}: {}", path,
-                  procs < 0 ? "procs" : "kill", strerror(errno));
-    if (procs >= 0)
-      ::close(procs);
-    if (kill >= 0)
-      ::close(kill);
+  if (dir_fd < 0 || procs < 0 || kill < 0) {
+    spdlog::debug("no cgroup of its own for the job: {}{}: {}", path,
+                  dir_fd < 0 ? "" : procs < 0 ? "/cgroup.procs" : "/cgroup.kill", strerror(errno));
+    for (int fd : {dir_fd, procs, kill}) {
+      if (fd >= 0)
+        ::close(fd);
+    }
     rmdir(path.c_str());
     return std::nullopt;
   }
   spdlog::debug("the job runs in the cgroup {}", path);
-  return JobCgroup(std::move(path), procs, kill);
+  return JobCgroup(std::move(path), dir_fd, procs, kill);
 }
 
-JobCgroup::JobCgroup(std::string path, int procs_fd, int kill_fd)
-    : m_path(std::move(path)), m_procs_fd(procs_fd), m_kill_fd(kill_fd) {}
+JobCgroup::JobCgroup(std::string path, int dir_fd, int procs_fd, int kill_fd)
+    : m_path(std::move(path)), m_dir_fd(dir_fd), m_procs_fd(procs_fd), m_kill_fd(kill_fd) {}
 
 JobCgroup::JobCgroup(JobCgroup&& other) noexcept
     : m_path(std::move(other.m_path)),
+      m_dir_fd(std::exchange(other.m_dir_fd, -1)),
       m_procs_fd(std::exchange(other.m_procs_fd, -1)),
       m_kill_fd(std::exchange(other.m_kill_fd, -1)) {
   other.m_path.clear();
@@ -153,10 +155,10 @@ JobCgroup::JobCgroup(JobCgroup&& other) noexcept
 
 JobCgroup::~JobCgroup() {
   remove();
-  if (m_procs_fd >= 0)
-    ::close(m_procs_fd);
-  if (m_kill_fd >= 0)
-    ::close(m_kill_fd);
+  for (int fd : {m_dir_fd, m_procs_fd, m_kill_fd}) {
+    if (fd >= 0)
+      ::close(fd);
+  }
 }
 
 void JobCgroup::kill() const {

@@ -1,4 +1,4 @@
-// Starting the command: fork, join the guard's process group, die with clock,
+// Starting the command: fork (into the job's cgroup), join the guard's process group, die with clock,
 // take the terminal if clock had it, exec with a PATH search. An exec failure
 // comes back through a close-on-exec pipe, so 126 and 127 are told apart.
 #pragma once
@@ -40,7 +40,8 @@ struct ChildSetup {
   bool take_terminal;             // make that group the terminal's foreground
   const SignalRelay* relay;       // dispositions to reset
   const sigset_t* original_mask;  // the mask clock started with
-  int cgroup_procs_fd = -1;       // the job cgroup's cgroup.procs, joined first; -1: none
+  int cgroup_dir_fd = -1;         // the job's cgroup, where the child starts; -1: none
+  int cgroup_procs_fd = -1;       // its cgroup.procs, joined first where clone3 is refused
 };
 
 struct Spawned {

@@ -430,7 +430,7 @@ int supervise(const RunOptions& options, Guard& guard, const LeaseKeeping& lease
     BlockedSignals blocked;
     const JobCgroup* cgroup = guard.cgroup();
     spawned = spawn(command, {guard.process_group(), terminal.active(), &relay, &blocked.previous(),
-                              cgroup ? cgroup->procs_fd() : -1});
+                              cgroup ? cgroup->dir_fd() : -1, cgroup ? cgroup->procs_fd() : -1});
   }
   Clock::time_point started = Clock::now();
   pid_t group = guard.process_group();

@@ -116,6 +116,8 @@ def cmd_latency(args):
         # (another tenant, page cache, autovacuum) hits every command alike.
         shift = round_no % len(commands)
         for key, argv in commands[shift:] + commands[:shift]:
+            if args.gap:
+                time.sleep(args.gap)  # an isolated run, as cron's: nothing just before it
             ms, cpu_ms = timed_ms(argv, key)
             if key in after:
                 run_checked(after[key], key + " (after)")
@@ -301,6 +303,8 @@ def main():
     p = command("latency", cmd_latency)
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--gap", type=float, default=0,
+                   help="seconds idle before each run (isolated runs, as cron's); none by default")
     p.add_argument("--cmd", nargs=2, action="extend", required=True, metavar=("KEY", "CMDLINE"))
     p.add_argument("--after", nargs=2, action="extend", metavar=("KEY", "CMDLINE"))
 

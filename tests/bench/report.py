@@ -110,6 +110,24 @@ def uncontended(t):
               "m1.pgbouncer", "m1.etcd", "etcdctl", 0.25)
     t.compare("1", "… process floor: `clock --version` vs `flock`",
               "m1.version", "m1.flock", "flock")
+    t.compare("1", "… isolated runs (0.2 s idle before each), SQLite as root vs `flock`",
+              "m1i.sqlite", "m1i.flock", "flock", 2.0, target_text="≤ 2× flock wall time")
+    job_cgroup(t)
+
+
+def job_cgroup(t):
+    # What the job's own cgroup adds to an isolated run: root's clock makes
+    # one, nobody's cannot; each is measured against flock run by the same
+    # user, so that what setpriv and the user's start cost cancels out.
+    keys = ["m1i.sqlite", "m1i.flock", "m1i.nobody.sqlite", "m1i.nobody.flock"]
+    if any(t.get(key) is None for key in keys):
+        return t.missing("1", "… the job's own cgroup, isolated runs (root only)", keys)
+    root = t.get("m1i.sqlite") - t.get("m1i.flock")
+    nobody = t.get("m1i.nobody.sqlite") - t.get("m1i.nobody.flock")
+    cost = root - nobody
+    t.row("1", "… the job's own cgroup: (clock − flock) as root, less the same as nobody",
+          f"{fmt_ms(cost)}", f"root +{fmt_ms(root)}, nobody +{fmt_ms(nobody)} over flock", None,
+          "≤ 1 ms", cost <= 1.0)
 
 
 def contended(t):

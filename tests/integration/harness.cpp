@@ -598,6 +598,10 @@ std::string TestEnv::critical_section_binary() {
                    (executable_dir() / "clock_critical_section").string());
 }
 
+std::string TestEnv::without_clone3_binary() {
+  return (executable_dir() / "clock_without_clone3").string();
+}
+
 std::map<std::string, std::string> TestEnv::environment(
     const std::map<std::string, std::string>& extra) const {
   std::map<std::string, std::string> env = {

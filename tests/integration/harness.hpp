@@ -163,6 +163,8 @@ class TestEnv {
   std::string url() const { return m_backend->url(); }
   static std::string clock_binary();
   static std::string critical_section_binary();
+  // tests/helpers/without_clone3.cpp, built beside the test binary.
+  static std::string without_clone3_binary();
 
   // The environment every spawned process gets: PATH, HOME and XDG_* in the
   // temporary directory, CLOCK_DATABASE_URL, the PG* variables of the runner,
