@@ -130,7 +130,10 @@ std::optional<JobCgroup> JobCgroup::create() {
   int kill = ::open((path + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
   if (dir_fd < 0 || procs < 0 || kill < 0) {
     spdlog::debug("no cgroup of its own for the job: {}{}: {}", path,
-                  dir_fd < 0 ? "" : procs < 0 ? "/cgroup.procs" : "/cgroup.kill", strerror(errno));
+                  dir_fd < 0  ? ""
+                  : procs < 0 ? "/cgroup.procs"
+                              : "/cgroup.kill",
+                  strerror(errno));
     for (int fd : {dir_fd, procs, kill}) {
       if (fd >= 0)
         ::close(fd);

@@ -274,8 +274,7 @@ TEST_SUITE("run") {
     CHECK(killed.status == 128 + SIGKILL);
     // Started there by clone3, not moved in after a fork (the case below):
     // the move costs an isolated run 6 to 18 ms (docs/performance.md).
-    CHECK_MESSAGE(killed.err.find("clone3 into the job's cgroup") == std::string::npos,
-                  killed.err);
+    CHECK_MESSAGE(killed.err.find("clone3 into the job's cgroup") == std::string::npos, killed.err);
     for (const auto& name : k_escaped) {
       pid_t pid = await_pid_file(env, name);
       REQUIRE(pid > 0);
@@ -320,10 +319,9 @@ TEST_SUITE("run") {
     // cgroup first thing; kill -9 of clock then ends the processes that left
     // the command's group, as with clone3 (the case above).
     TestEnv env;
-    Command command = env.clock_command(
-        {"run", "-vv", "-r", "x", "--", "sh", "-c",
-         "grep '^0::' /proc/self/cgroup > \"$T_DIR/cgroup\"\n" + escapes() +
-             env.holding_script("child")});
+    Command command = env.clock_command({"run", "-vv", "-r", "x", "--", "sh", "-c",
+                                         "grep '^0::' /proc/self/cgroup > \"$T_DIR/cgroup\"\n" +
+                                             escapes() + env.holding_script("child")});
     command.argv.insert(command.argv.begin(), TestEnv::without_clone3_binary());
     auto run = env.spawn(command);
     REQUIRE(env.await_started("child"));
@@ -333,8 +331,7 @@ TEST_SUITE("run") {
     Result killed = run->wait(10s);
     CHECK(killed.status == 128 + SIGKILL);
     // Its debug line says which way it went: the case reached the fallback.
-    CHECK_MESSAGE(killed.err.find("clone3 into the job's cgroup") != std::string::npos,
-                  killed.err);
+    CHECK_MESSAGE(killed.err.find("clone3 into the job's cgroup") != std::string::npos, killed.err);
     for (const auto& name : k_escaped) {
       pid_t pid = await_pid_file(env, name);
       REQUIRE(pid > 0);
