@@ -20,6 +20,7 @@ namespace clk::sql {
 // Defined in generated sources (cmake/EmbedSql.cmake).
 const std::vector<store::Migration>& sqlite_migrations();
 const std::vector<store::Migration>& postgres_migrations();
+std::string_view postgres_migrations_sha256();  // of sql/postgres/migrations' texts
 // sql/mariadb/migrations, embedded in the MariaDB module only.
 const std::vector<store::Migration>& mariadb_migrations();
 // The files of sql/mariadb/procedures/ and the sha256 (hex) of their texts,

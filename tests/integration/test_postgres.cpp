@@ -213,6 +213,36 @@ TEST_SUITE("postgres") {
   // Databases migrated before the functions moved to sql/postgres/functions/
   // ran function bodies that are no longer in the migrations: the new binary
   // must re-apply the current functions over them, leases kept.
+  // A set's name keeps the first 49 characters of its schema's name: two
+  // longer names that share those would name one set. The first call into
+  // it then checks the set's stamp, which names its schema (ready_condition
+  // in schema.cpp); for shorter names the set's existence is the check.
+  TEST_CASE(
+      "two schemas whose names share their first 49 characters never share a set of functions: "
+      "clock on the second is refused, naming the set, and writes nothing into the first" *
+      only_on("postgres")) {
+    TestEnv env;
+    const std::string prefix(49, 's');
+    std::filesystem::create_directories(env.path("xdg-config/clock"));
+    auto in_schema = [&](const std::string& schema) {
+      write_file(env.path("xdg-config/clock/clock.toml"),
+                 "[postgres]\nschema = \"" + schema + "\"\n");
+    };
+    in_schema(prefix + "_one");
+    CHECK_EXIT(env.clock({"run", "-r", "first", "--", "true"}), 0);
+    in_schema(prefix + "_two");
+    Result second = env.clock({"run", "-r", "second", "--", "true"});
+    CHECK(second.status != 0);
+    CHECK_MESSAGE(second.err.find("exists but does not hold the functions of schema " + prefix +
+                                  "_two") != std::string::npos,
+                  second.err);
+    pg::PsqlSession psql(env, env.url());
+    CHECK(psql.execute("SELECT count(*) FROM " + prefix + "_one.history WHERE resource = 'second'") ==
+          "0");
+    CHECK(psql.execute("SELECT count(*) FROM " + prefix + "_one.history WHERE resource = 'first'") !=
+          "0");
+  }
+
   TEST_CASE("a schema created by the old layout's SQL upgrades in place with a live lease intact" *
             only_on("postgres")) {
     TestEnv env;

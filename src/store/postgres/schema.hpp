@@ -46,18 +46,22 @@ std::string functions_stamp();
 std::string release();
 
 // The schema that holds this release's functions (docs/upgrades.md): the
-// schema's name (its first 49 characters), "_r" and the first 12 hex of
-// the functions' hash, e.g. clock_r1a2b3c4d5e6f. Tables stay in the schema.
+// schema's name (its first 49 characters), "_r", and the first 6 hex of
+// the hash of the functions and of the migrations, e.g. clock_r1a2b3c4d5e6f.
+// Tables stay in the schema.
 std::string routine_set(const std::string& schema);
 
 // What COMMENT ON SCHEMA holds for the set of `schema`: functions_stamp()
 // and the schema it serves.
 std::string routine_set_stamp(const std::string& schema);
 
-// An SQL boolean: the schema has every migration of this binary (whatever
-// else it has: a newer binary's, or numbers with gaps) and this binary's
-// set of functions (whatever other sets it has). Readable by any role that
-// may read schema_migrations.
+// An SQL boolean that a call into the set must meet besides the set's
+// existence, "" for none: a set exists only where every migration of this
+// binary has been applied (whatever else the schema has: a newer binary's,
+// or numbers with gaps), so its existence is the check, and costs a new
+// backend nothing. Only for a schema whose name the set's name cuts short
+// (over 49 characters) must the set's stamp name this schema. Readable by
+// any role.
 std::string ready_condition(const std::string& schema);
 
 // One transaction that takes the migration lock, creates the schema and its

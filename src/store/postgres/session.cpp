@@ -113,19 +113,22 @@ Session::Session(const StoreOptions& options)
                                            lost_channel(options.pg_schema));
 }
 
-// The first call of a connection checks the schema version in the same
-// round trip: the function runs only when the schema is at least this
-// binary's latest migration and its functions carry this binary's stamp;
-// otherwise (or with no schema at all) the schema is migrated first and the
-// call made again.
+// The first call of a process is its schema check: it goes into this
+// binary's set of functions, which exists only where this binary's
+// migrations are applied (ready_condition()); where the set or the schema
+// is missing the call fails having done nothing, and the schema is migrated
+// first and the call made again.
 std::string Session::call(std::string_view what, std::string_view routine, const server::Args& args,
                           server::Resend resend) {
   Params params;
   const std::string invocation =
       m_set + "." + std::string(routine) + "(" + bind(args, params) + ")::text";
   if (!m_schema_ready) {
+    const std::string ready = ready_condition(m_schema);
     auto reply = m_conn.call_if_exists(
-        what, "SELECT CASE WHEN " + ready_condition(m_schema) + " THEN " + invocation + " END",
+        what,
+        ready.empty() ? "SELECT " + invocation
+                      : "SELECT CASE WHEN " + ready + " THEN " + invocation + " END",
         params, retry_of(resend));
     if (reply) {
       m_schema_ready = true;
@@ -144,7 +147,8 @@ void Session::each_row(std::string_view what, std::string_view routine, const se
   const std::string sql =
       "SELECT * FROM " + m_set + "." + std::string(routine) + "(" + bind(args, params) + ")";
   if (!m_schema_ready) {
-    auto rows = m_conn.each_row(what, sql + " WHERE " + ready_condition(m_schema), params,
+    const std::string ready = ready_condition(m_schema);
+    auto rows = m_conn.each_row(what, ready.empty() ? sql : sql + " WHERE " + ready, params,
                                 Retry::if_broken, visit);
     if (rows && *rows > 0) {
       m_schema_ready = true;
