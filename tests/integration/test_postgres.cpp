@@ -237,10 +237,10 @@ TEST_SUITE("postgres") {
                                   "_two") != std::string::npos,
                   second.err);
     pg::PsqlSession psql(env, env.url());
-    CHECK(psql.execute("SELECT count(*) FROM " + prefix + "_one.history WHERE resource = 'second'") ==
-          "0");
-    CHECK(psql.execute("SELECT count(*) FROM " + prefix + "_one.history WHERE resource = 'first'") !=
-          "0");
+    CHECK(psql.execute("SELECT count(*) FROM " + prefix +
+                       "_one.history WHERE resource = 'second'") == "0");
+    CHECK(psql.execute("SELECT count(*) FROM " + prefix +
+                       "_one.history WHERE resource = 'first'") != "0");
   }
 
   TEST_CASE("a schema created by the old layout's SQL upgrades in place with a live lease intact" *

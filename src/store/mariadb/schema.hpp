@@ -41,12 +41,18 @@ MigrationReport migrate(Connection& connection, OldSets old_sets);
 // What a process learns of the database before its first operation, in
 // one query and no lock.
 struct FirstLook {
-  // It holds every migration this binary knows and the procedures' current
-  // stamp (false for a database with no clock tables).
+  // It holds every migration this binary knows (false for a database with
+  // no clock tables). Whether this release's procedures are there is
+  // learned from the first call (procedures_installed()).
   bool current = false;
   // The server is a Galera node (wsrep_on; MySQL has none).
   bool galera = false;
 };
 FirstLook first_look(Connection& connection);
+
+// Whether this release's procedures are installed: asked only when a call
+// failed as a call of a missing procedure does (1305, or 1370 for a login
+// that may execute none of that name).
+bool procedures_installed(Connection& connection);
 
 }  // namespace clk::store::mariadb

@@ -72,7 +72,8 @@ class Session final : public server::Session {
   std::chrono::milliseconds m_galera_max_skew;
   std::optional<SkewVerdict> m_skew;  // measured on a Galera node
   std::chrono::milliseconds m_margin{0};
-  bool m_checked = false;
+  bool m_checked = false;          // first_use() has looked (and migrated)
+  bool m_procedures_seen = false;  // a call found this release's procedures
   Clock::time_point m_acquire_deadline = Clock::time_point::max();
   Clock::time_point m_last_call{};
   WaitingPace m_pace;

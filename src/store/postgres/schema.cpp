@@ -177,7 +177,8 @@ std::string routine_set(const std::string& schema) {
   // transaction that applies this binary's migrations, so where it exists
   // they are applied, and a release that adds a migration alone still gets
   // a set of its own (ready_condition() counts on it).
-  return schema.substr(0, k_set_schema_prefix) + "_r" + std::string(sql::postgres_functions_sha256().substr(0, 6)) +
+  return schema.substr(0, k_set_schema_prefix) + "_r" +
+         std::string(sql::postgres_functions_sha256().substr(0, 6)) +
          std::string(sql::postgres_migrations_sha256().substr(0, 6));
 }
 
