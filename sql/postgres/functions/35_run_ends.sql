@@ -14,8 +14,9 @@ CREATE OR REPLACE FUNCTION @schema@.record_run_end(p_namespace text, p_resource 
                                                    p_owner uuid, p_exit_code integer,
                                                    p_exit_signal integer)
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
+BEGIN
   WITH ended AS (
     UPDATE @schema@.history SET exit_code = p_exit_code, exit_signal = p_exit_signal
     WHERE id = (SELECT id FROM @schema@.history
@@ -33,8 +34,8 @@ AS $$
   ON CONFLICT (namespace, resource) DO UPDATE
   SET succeeded = r.succeeded + EXCLUDED.succeeded, failed = r.failed + EXCLUDED.failed,
       last_ended_at = EXCLUDED.last_ended_at, last_exit_code = EXCLUDED.last_exit_code,
-      last_exit_signal = EXCLUDED.last_exit_signal, last_held_for = EXCLUDED.last_held_for
-$$;
+      last_exit_signal = EXCLUDED.last_exit_signal, last_held_for = EXCLUDED.last_held_for;
+END $$;
 
 -- release() (30_renew_release.sql), and then, in the same transaction, how
 -- clock run's command ended (p_exit_code, or p_exit_signal; both NULL: not
