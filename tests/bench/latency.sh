@@ -51,8 +51,13 @@ bench record m1.pgbench "$(median "${latencies[@]}")" --unit ms \
 isolated=(--cmd m1i.flock "flock $BENCH_WORK/m1.flock true"
   --cmd m1i.sqlite "$(clock_cmd "$sq") run -r bench.m1 -- true")
 if [[ $(id -u) == 0 ]]; then
-  as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=$BENCH_WORK/nobody"
+  # nobody may pass through the work directory (not list it) to a folder of
+  # its own, with its own copy of the empty config file suite.sh names.
+  chmod o+x "$BENCH_WORK"
   install -d -o 65534 "$BENCH_WORK/nobody"
+  install -m 644 "$CLOCK_CONFIG" "$BENCH_WORK/nobody/empty.toml"
+  as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=$BENCH_WORK/nobody"
+  as_nobody+=" CLOCK_CONFIG=$BENCH_WORK/nobody/empty.toml"
   nobody_sq="sqlite:$BENCH_WORK/nobody/m1.db"
   $as_nobody "$BENCH_CLOCK" --database "$nobody_sq" run -r bench.m1 -- true
   isolated+=(--cmd m1i.nobody.flock "$as_nobody flock $BENCH_WORK/nobody/m1.flock true"
