@@ -144,12 +144,18 @@ $$;
 -- is NULL), counted up to 64, "waiters": the first of them} (not the whole
 -- queue: a herd's attempts would each cost the queue's length). Per related
 -- name, entries in queue order (waiters_in_order), so that each scan stops
--- after 64 rows or at the first row.
+-- after 64 rows or at the first row. A waiter's every look calls it on the
+-- connection the waiter keeps: its three statements take a generic plan at
+-- once, instead of being planned again for each of the first five calls and
+-- for every call after them where the generic plan looks dearer (8 × 25
+-- contended runs: its own time 3.3 -> 2.15 ms a section).
 CREATE OR REPLACE FUNCTION @schema@.in_the_way(
   p_namespace text, p_resource text, p_up text[], p_owner uuid, p_mine bigint,
   p_now timestamptz)
 RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
   v_lo text := p_resource || '.';  -- descendants sort strictly between v_lo and v_hi
   v_hi text := p_resource || '/';
