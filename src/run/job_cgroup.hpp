@@ -3,8 +3,9 @@
 // delegated to clock's user) and the kernel has cgroup.kill (Linux 5.14).
 // The command starts in it (clone3's CLONE_INTO_CGROUP; where a seccomp
 // filter refuses clone3, it moves in before exec), so everything it starts
-// is in it; the guard kills the cgroup whole if clock dies, which reaches the processes
-// that left the command's process group, and outlives clock's SIGKILL.
+// is in it; the guard kills the cgroup whole if clock dies, which reaches
+// the processes that left the command's process group, and outlives
+// clock's SIGKILL.
 #pragma once
 
 #include <optional>

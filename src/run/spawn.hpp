@@ -1,6 +1,7 @@
-// Starting the command: fork (into the job's cgroup), join the guard's process group, die with
-// clock, take the terminal if clock had it, exec with a PATH search. An exec failure comes back
-// through a close-on-exec pipe, so 126 and 127 are told apart.
+// Starting the command: fork (into the job's cgroup), join the guard's
+// process group, die with clock, take the terminal if clock had it, exec
+// with a PATH search. An exec failure comes back through a close-on-exec
+// pipe, so 126 and 127 are told apart.
 #pragma once
 
 #include <map>
