@@ -235,6 +235,55 @@ TEST_SUITE("routine calls") {
     CHECK(rows_of(env, "history") == history);
   }
 
+  // A release and the run's exit it records are one transaction: a
+  // retryable failure after the lease is gone (here a deadlock error raised
+  // once by a trigger on run_results, which only the exit's record writes)
+  // undoes both, and clock's retry releases the lease it still holds. When
+  // MariaDB's release committed before the exit's record, the retry found
+  // the lease gone and clock reported a run that had been protected as
+  // unprotected (exit 79).
+  TEST_CASE("a release that fails after its lease is gone is retried whole, not reported lost" *
+            server::only_on_servers()) {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"init"}), 0);
+    // Something that survives a rollback fails the first attempt only: a
+    // sequence on PostgreSQL, a non-transactional (Aria) table on MariaDB.
+    REQUIRE_EXIT(
+        server::sql(
+            env,
+            {.postgres =
+                 "CREATE SEQUENCE public.test_once; "
+                 "CREATE FUNCTION public.test_fail_once() RETURNS trigger LANGUAGE plpgsql AS "
+                 "$$BEGIN IF nextval('public.test_once') = 1 THEN RAISE EXCEPTION 'injected' "
+                 "USING ERRCODE = 'deadlock_detected'; END IF; RETURN NEW; END$$; "
+                 "CREATE TRIGGER test_fail_once BEFORE INSERT ON clock.run_results FOR EACH ROW "
+                 "EXECUTE FUNCTION public.test_fail_once()",
+             .mariadb = "CREATE TABLE test_once (n INT) ENGINE=Aria; "
+                        "INSERT INTO test_once VALUES (1);\nDELIMITER //\n"
+                        "CREATE TRIGGER test_fail_once BEFORE INSERT ON run_results FOR EACH ROW "
+                        "BEGIN DELETE FROM test_once; IF ROW_COUNT() > 0 THEN SIGNAL SQLSTATE "
+                        "'40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'injected'; END IF; "
+                        "END//"}),
+        0);
+    Result run = env.clock({"run", "-r", "job", "--", "true"});
+    CHECK_EXIT(run, 0);
+    CHECK(run.err.find("unprotected") == std::string::npos);
+    CHECK(env.holders_of("job").empty());
+    // The failure was injected, and the exit recorded once.
+    CHECK(server::sql_value(env, {.postgres = "SELECT last_value FROM public.test_once",
+                                  .mariadb = "SELECT COUNT(*) FROM test_once"}) ==
+          (server::on_postgres() ? "2" : "0"));
+    CHECK(server::sql_value(
+              env, {.postgres = "SELECT count(*) || ':' || min(exit_code) FROM clock.history "
+                                "WHERE resource = 'job' AND event = 'released'",
+                    .mariadb = "SELECT CONCAT(COUNT(*), ':', MIN(exit_code)) FROM history "
+                               "WHERE resource = 'job' AND event = 'released'"}) == "1:0");
+    CHECK(server::sql_value(env, {.postgres = "SELECT succeeded FROM clock.run_results "
+                                              "WHERE resource = 'job'",
+                                  .mariadb = "SELECT succeeded FROM run_results "
+                                             "WHERE resource = 'job'"}) == "1");
+  }
+
   TEST_CASE("bad names and modes are refused with the same message on both servers" *
             server::only_on_servers()) {
     TestEnv env;

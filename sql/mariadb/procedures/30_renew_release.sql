@@ -297,6 +297,7 @@ END;
 -- p_lineage, a JSON array of the caller's pid and its ancestors') is
 -- recorded with p_by. p_succeeded (no default on MariaDB: pass FALSE): the
 -- run exited 0, so a lease ending here is its resource's latest success.
+-- clock_release2 (35_run_ends.sql) without a run's exit.
 CREATE OR REPLACE PROCEDURE clock_release(
   IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
@@ -307,9 +308,26 @@ CREATE OR REPLACE PROCEDURE clock_release(
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: release the owner''s leases (PostgreSQL release())'
 BEGIN
-  DECLARE v_owner CHAR(36) CHARACTER SET ascii;
-  DECLARE v_now BIGINT;
-  DECLARE v_count INT;
+  CALL clock_release2(p_namespace, p_resources, p_owner, p_secret, p_by, p_host, p_lineage,
+                      p_succeeded, NULL, NULL);
+END;
+
+-- The releases of clock_release2, inside its transaction, under its slot
+-- rows, at p_now: each resource's lease of p_owner released (a run's exit,
+-- when given, recorded on the release that ends it, clock_rec_run_end),
+-- made shallower, or refused with its reason; p_result: release's reply.
+CREATE OR REPLACE PROCEDURE clock_rec_release_each(
+  IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_owner CHAR(36) CHARACTER SET ascii,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_host VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_lineage LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_succeeded BOOLEAN,
+  IN p_exit_code INT, IN p_exit_signal INT, IN p_now BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v_count INT DEFAULT JSON_LENGTH(p_resources);
   DECLARE v_i INT DEFAULT 0;
   DECLARE v_resource VARBINARY(255);
   DECLARE v_found BOOLEAN;
@@ -322,25 +340,7 @@ BEGIN
   DECLARE v_released LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
   DECLARE v_refused LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT '[]';
   DECLARE v_other_holds BOOLEAN;
-  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-  CALL clock_rec_check_names(p_namespace, p_resources);
-  SET v_owner = clock_rec_owner(p_owner);
-  IF v_owner IS NULL THEN
-    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'release: no owner';
-  END IF;
-  IF p_lineage IS NULL OR NOT JSON_VALID(p_lineage) THEN
-    SET p_lineage = '[]';
-  END IF;
-  IF JSON_LENGTH(p_lineage) > 64 THEN  -- the caller's pid and its ancestors'
-    SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = 'a lineage of more than 64 pids';
-  END IF;
-  SET v_count = JSON_LENGTH(p_resources);
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  START TRANSACTION;
-  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
-  SET v_now = clock_now_us();
   WHILE v_i < v_count DO
     SET v_resource = clock_rec_nth(p_resources, v_i);
     SET v_found = TRUE;
@@ -348,54 +348,55 @@ BEGIN
       INTO v_lease_expires, v_lease_acquired, v_lease_hash, v_lease_depth, v_lease_host,
            v_lease_pid
     FROM leases
-    WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner
+    WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner
     FOR UPDATE;
     IF NOT v_found THEN
       SELECT EXISTS (SELECT 1 FROM leases
                      WHERE namespace = p_namespace AND resource = v_resource
-                       AND (expires_us IS NULL OR expires_us > v_now))
+                       AND (expires_us IS NULL OR expires_us > p_now))
         INTO v_other_holds;
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$', JSON_OBJECT(
         'resource', CONVERT(v_resource USING utf8mb4),
         'reason', IF(v_other_holds, 'other_owner', 'not_held')));
-    ELSEIF v_lease_expires <= v_now THEN
-      CALL clock_rec_event('expired', v_lease_expires, p_namespace, v_resource, v_owner,
+    ELSEIF v_lease_expires <= p_now THEN
+      CALL clock_rec_event('expired', v_lease_expires, p_namespace, v_resource, p_owner,
                            NULL, v_lease_expires - v_lease_acquired, '');
       DELETE FROM leases
-      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
     ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
       -- Changes nothing but history: the holder keeps its lease.
-      CALL clock_rec_event('refused', v_now, p_namespace, v_resource, v_owner, NULL, NULL,
+      CALL clock_rec_event('refused', p_now, p_namespace, v_resource, p_owner, NULL, NULL,
                            COALESCE(p_by, ''));
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
     ELSEIF v_lease_depth > 1 THEN
       UPDATE leases SET depth = depth - 1
-      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
       SET v_released = JSON_ARRAY_APPEND(v_released, '$', JSON_OBJECT(
         'resource', CONVERT(v_resource USING utf8mb4), 'remaining_depth', v_lease_depth - 1));
     ELSE
-      CALL clock_rec_event('released', v_now, p_namespace, v_resource, v_owner, NULL,
-        v_now - v_lease_acquired,
+      CALL clock_rec_event('released', p_now, p_namespace, v_resource, p_owner, NULL,
+        p_now - v_lease_acquired,
         IF(v_lease_host = p_host AND JSON_CONTAINS(p_lineage, CAST(v_lease_pid AS CHAR)), '',
            COALESCE(p_by, '')));
+      IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
+        CALL clock_rec_run_end(p_namespace, v_resource, p_owner, p_exit_code, p_exit_signal);
+      END IF;
       IF p_succeeded THEN
-        CALL clock_rec_success(p_namespace, v_resource, v_owner);
+        CALL clock_rec_success(p_namespace, v_resource, p_owner);
       END IF;
       DELETE FROM leases
-      WHERE namespace = p_namespace AND resource = v_resource AND owner = v_owner;
+      WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
       SET v_released = JSON_ARRAY_APPEND(v_released, '$', JSON_OBJECT(
         'resource', CONVERT(v_resource USING utf8mb4), 'remaining_depth', 0));
     END IF;
     SET v_i = v_i + 1;
   END WHILE;
-  SET v_result = JSON_OBJECT('now', CAST(v_now AS SIGNED),
+  SET p_result = JSON_OBJECT('now', CAST(p_now AS SIGNED),
                              'released', JSON_EXTRACT(v_released, '$'),
                              'refused', JSON_EXTRACT(v_refused, '$'));
-  COMMIT;
-  SELECT v_result AS `release`;
 END;
 
 -- force_release(p_namespace, p_resources, p_forced_by) → force_release:

@@ -8,8 +8,8 @@
 
 -- How clock run's command ended (p_exit_code, or p_exit_signal), on the
 -- newest `released` record of this owner's lease on p_resource that has no
--- exit yet, and counted in the resource's run results. A resource this
--- owner did not release here has no such record: nothing changes.
+-- exit yet (the one clock_rec_release_each has just written, in the same
+-- transaction), and counted in the resource's run results.
 CREATE OR REPLACE PROCEDURE clock_rec_run_end(
   IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
   IN p_owner CHAR(36) CHARACTER SET ascii, IN p_exit_code INT, IN p_exit_signal INT)
@@ -39,12 +39,12 @@ BEGIN
 END;
 
 -- release2(p_namespace, p_resources, p_owner, p_secret, p_by, p_host,
--- p_lineage, p_succeeded, p_exit_code, p_exit_signal) → release: clock_release
--- (its one result row, unchanged), then how clock run's command ended on
--- each lease that ended there (both NULL: not a run of clock run). Its own
--- short transaction right after clock_release's, which commits inside: a
--- server lost between the two leaves the release without its exit, never
--- an exit without its release.
+-- p_lineage, p_succeeded, p_exit_code, p_exit_signal) → release:
+-- clock_release's reply (30_renew_release.sql), and how clock run's command
+-- ended on each lease that ended there (both NULL: not a run of clock run),
+-- in one transaction: the release and its exit commit together, so a retry
+-- after an error (a deadlock, a certification failure) finds the lease as
+-- it was, never released by an attempt that failed afterwards.
 CREATE OR REPLACE PROCEDURE clock_release2(
   IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_owner VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
@@ -57,23 +57,29 @@ CREATE OR REPLACE PROCEDURE clock_release2(
   COMMENT 'clock: release, recording how the run ended (PostgreSQL release2())'
 BEGIN
   DECLARE v_owner CHAR(36) CHARACTER SET ascii;
-  DECLARE v_count INT;
-  DECLARE v_i INT DEFAULT 0;
+  DECLARE v_now BIGINT;
+  DECLARE v_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-  CALL clock_release(p_namespace, p_resources, p_owner, p_secret, p_by, p_host, p_lineage,
-                     p_succeeded);
-  IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
-    SET v_owner = clock_rec_owner(p_owner);
-    SET v_count = JSON_LENGTH(p_resources);
-    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    START TRANSACTION;
-    WHILE v_i < v_count DO
-      CALL clock_rec_run_end(p_namespace, clock_rec_nth(p_resources, v_i), v_owner, p_exit_code,
-                             p_exit_signal);
-      SET v_i = v_i + 1;
-    END WHILE;
-    COMMIT;
+  CALL clock_rec_check_names(p_namespace, p_resources);
+  SET v_owner = clock_rec_owner(p_owner);
+  IF v_owner IS NULL THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'release: no owner';
   END IF;
+  IF p_lineage IS NULL OR NOT JSON_VALID(p_lineage) THEN
+    SET p_lineage = '[]';
+  END IF;
+  IF JSON_LENGTH(p_lineage) > 64 THEN  -- the caller's pid and its ancestors'
+    SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = 'a lineage of more than 64 pids';
+  END IF;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
+  SET v_now = clock_now_us();
+  CALL clock_rec_release_each(p_namespace, p_resources, v_owner, p_secret, p_by, p_host,
+                              p_lineage, p_succeeded, p_exit_code, p_exit_signal, v_now,
+                              v_result);
+  COMMIT;
+  SELECT v_result AS `release`;
 END;
 
 -- history2(p_namespace, p_prefix, p_limit, p_event, p_since_us, p_within_ms,
