@@ -42,8 +42,6 @@ ONLY_POSTGRES = {
     "record_expired": "MariaDB records expiries from the rows it deletes, in each deleter",
     "history_events": "MariaDB's history and history2 read history by their own statements",
     "fast_path_herd": "fast path 3 queues under a shared lock, which Galera would not see",
-    "fast_path_free": "fast paths 1 and 2 grant or queue in few statements; MariaDB's general "
-                      "path grants, and queues a herd by clock_acq_queue_behind",
     "release_fast_path": "it saves notify_heads, which MariaDB (no NOTIFY) never runs",
     "waits_for": "MariaDB's functions cannot return a table: clock_acq_find_cycle_links has its query",
     "log_success": "a trigger; MariaDB's clock_rec_success writes that log itself",

@@ -53,15 +53,16 @@
 -- clock_acq_reentry_refused, a done --once-per period (clock_acq_period_done,
 -- clock_acq_skip_done_period) and clock_acq_grant_all (below).
 --
--- Differences from PostgreSQL: of its fast paths (24_fast_paths.sql) only
--- fast path 0, a queued request's re-attempt answered without the slot row
--- (24_fast_paths.sql here); every other request takes the general path,
--- clock_acq_acquire_general below, under its slot rows written exclusively
--- (PostgreSQL's fast path 3 queues a herd under a shared lock, which Galera
--- would not see); no NOTIFY (waiters poll); -n does not use NOWAIT on the
--- slot rows (a hierarchy held by a long transaction of another program is
--- waited for up to innodb_lock_wait_timeout, error 1205, which the store
--- retries).
+-- Differences from PostgreSQL: of its fast paths (24_fast_paths.sql) fast
+-- path 0, a queued request's re-attempt answered without the slot row, and
+-- fast path 1, a request nothing related stands in the way of, granted
+-- under the slot rows inside the general path; every other request takes
+-- the general path, clock_acq_acquire_general below, under its slot rows
+-- written exclusively (PostgreSQL's fast path 3 queues a herd under a
+-- shared lock, which Galera would not see); no NOTIFY (waiters poll); -n
+-- does not use NOWAIT on the slot rows (a hierarchy held by a long
+-- transaction of another program is waited for up to
+-- innodb_lock_wait_timeout, error 1205, which the store retries).
 CREATE OR REPLACE PROCEDURE clock_try_acquire(
   IN p_namespace VARBINARY(1024), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_mode VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_slots INT,
@@ -137,13 +138,10 @@ BEGIN
   START TRANSACTION;
   CALL clock_rec_lock_hierarchies(p_namespace, p_resources);
   SET v_now = clock_now_us();  -- after the slot rows: one reading per call
-  -- On a Galera node whose clock may run ahead of the node that wrote a
-  -- lease, a lease counts as expired only a margin past its expiry.
+  -- A lease is expired a margin past its expiry (a Galera node's clock may run ahead).
   SET v_judged = v_now - GREATEST(COALESCE(p_expiry_margin_ms, 0), 0) * 1000;
-
-  -- The owner proof first: an id bound to another secret is granted
-  -- nothing, queued nowhere and keeps its queue entries; recorded with who
-  -- asked.
+  -- The owner proof first: an id bound to another secret is granted nothing,
+  -- queued nowhere and keeps its queue entries; recorded with who asked.
   CALL clock_rec_owner_refuses(p_owner, p_secret, v_refuses);
   IF v_refuses THEN
     CALL clock_rec_refused(v_now, p_namespace, p_resources, p_owner, p_mode, p_host, p_ip, p_pid,
@@ -152,11 +150,17 @@ BEGIN
                                'resource', JSON_VALUE(p_resources, '$[0]'));
   ELSE
     main: BEGIN
-      -- A herd's first attempts at a busy resource: queued without a walk
-      -- of the whole queue (22_queue.sql).
-      CALL clock_acq_queue_behind(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
-                                  p_request_id, p_queue, p_host, p_ip, p_pid, p_user, p_command,
-                                  p_started, p_secret, v_now, v_judged, p_result);
+      -- Nothing related at all: granted in a few statements (fast path 1,
+      -- 24_fast_paths.sql). Else a herd's first attempts at a busy
+      -- resource: queued without a walk of the whole queue (22_queue.sql).
+      CALL clock_acq_fast_path_free(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                                    p_request_id, p_host, p_ip, p_pid, p_user, p_command,
+                                    p_started, p_secret, p_once_per_ms, v_now, p_result);
+      IF p_result IS NULL THEN
+        CALL clock_acq_queue_behind(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
+                                    p_request_id, p_queue, p_host, p_ip, p_pid, p_user,
+                                    p_command, p_started, p_secret, v_now, v_judged, p_result);
+      END IF;
       IF p_result IS NOT NULL THEN
         LEAVE main;
       END IF;
