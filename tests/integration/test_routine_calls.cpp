@@ -215,27 +215,34 @@ TEST_SUITE("routine calls") {
     const std::string leases_pg =
         "to_jsonb(l) - '{resource,token,request_id,acquired_at,renewed_at,expires_at}'::text[]";
     CHECK(server::sql_value(
-              env, {.postgres = "SELECT count(DISTINCT " + leases_pg + ") || '/' || count(*) "
-                                "FROM clock.leases l" + both,
+              env, {.postgres = "SELECT count(DISTINCT " + leases_pg +
+                                ") || '/' || count(*) "
+                                "FROM clock.leases l" +
+                                both,
                     .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT_WS('|', namespace, owner, "
                                "mode, slots, depth, expires_us - acquired_us, ttl_us, host, ip, "
                                "pid, user_name, command, COALESCE(owner_started_us, '-'), "
                                "COALESCE(secret_hash, '-'), db_user)), '/', COUNT(*)) "
-                               "FROM leases" + both}) == "1/2");
+                               "FROM leases" +
+                               both}) == "1/2");
     CHECK(server::sql_value(
               env, {.postgres = "SELECT count(DISTINCT to_jsonb(h) - '{id,at,resource,token}'"
-                                "::text[]) || '/' || count(*) FROM clock.history h" + both,
+                                "::text[]) || '/' || count(*) FROM clock.history h" +
+                                both,
                     .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT_WS('|', event, namespace, "
                                "owner, mode, COALESCE(held_for_us, '-'), host, ip, pid, "
                                "user_name, command, forced_by, db_user, "
                                "COALESCE(secret_hash, '-'), COALESCE(leftovers, '-'), "
                                "COALESCE(exit_code, '-'))), '/', COUNT(*)) "
-                               "FROM history" + both}) == "1/2");
+                               "FROM history" +
+                               both}) == "1/2");
     CHECK(server::sql_value(
               env, {.postgres = "SELECT count(DISTINCT outcome || ':' || count) || '/' || "
-                                "count(*) FROM clock.run_counts" + both,
+                                "count(*) FROM clock.run_counts" +
+                                both,
                     .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT(outcome, ':', count)), "
-                               "'/', COUNT(*)) FROM run_counts" + both}) == "1/2");
+                               "'/', COUNT(*)) FROM run_counts" +
+                               both}) == "1/2");
 
     // An owner's own queue entry goes with the grant; another owner's entry
     // on a descendant is in the way (its turn comes first).
@@ -243,20 +250,17 @@ TEST_SUITE("routine calls") {
     REQUIRE(try_acquire(env, {{"fd"}, k_owner, "r-fd", "s-1"})["outcome"] == "blocked");
     CHECK(rows_of(env, "waiters") == 1);
     const std::string no_leftovers = server::on_postgres() ? "'{}'" : "'[]'";
-    REQUIRE_EXIT(server::sql(env, server::call(env, "release",
-                                               "'', " + server::array_of({"fd"}) + ", '" +
-                                                   k_other + "', 's-2', '', 'h', " +
-                                                   no_leftovers + ", false")),
-                 0);
+    auto other_releases = [&](const std::string& resource) {
+      return server::sql(env, server::call(env, "release",
+                                           "'', " + server::array_of({resource}) + ", '" + k_other +
+                                               "', 's-2', '', 'h', " + no_leftovers + ", false"));
+    };
+    REQUIRE_EXIT(other_releases("fd"), 0);
     CHECK(try_acquire(env, {{"fd"}, k_owner, "r-fd", "s-1"})["outcome"] == "granted");
     CHECK(rows_of(env, "waiters") == 0);
     REQUIRE(try_acquire(env, {{"fe"}, k_other, "r-other-e", "s-2"})["outcome"] == "granted");
     REQUIRE(try_acquire(env, {{"fe.x"}, k_owner, "r-fe", "s-1"})["outcome"] == "blocked");
-    REQUIRE_EXIT(server::sql(env, server::call(env, "release",
-                                               "'', " + server::array_of({"fe"}) + ", '" +
-                                                   k_other + "', 's-2', '', 'h', " +
-                                                   no_leftovers + ", false")),
-                 0);
+    REQUIRE_EXIT(other_releases("fe"), 0);
     json third = try_acquire(env, {{"fe"}, "33333333-3333-4333-8333-333333333333", "r-3", "s-3"});
     CHECK(third["outcome"] == "blocked");
     CHECK(third["waiters"][0]["owner"] == k_owner);
