@@ -210,39 +210,28 @@ TEST_SUITE("routine calls") {
     CHECK(env.holders_of("fa").at(0)["token"] == fast["grants"][0]["token"]);
 
     // Rows of fa and of fb, all but what names them (resource, token,
-    // request id, instants), the same: one distinct value of two rows.
-    const std::string both = " WHERE resource IN ('fa', 'fb')";
-    const std::string leases_pg =
-        "to_jsonb(l) - '{resource,token,request_id,acquired_at,renewed_at,expires_at}'::text[]";
-    CHECK(server::sql_value(
-              env, {.postgres = "SELECT count(DISTINCT " + leases_pg +
-                                ") || '/' || count(*) "
-                                "FROM clock.leases l" +
-                                both,
-                    .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT_WS('|', namespace, owner, "
-                               "mode, slots, depth, expires_us - acquired_us, ttl_us, host, ip, "
-                               "pid, user_name, command, COALESCE(owner_started_us, '-'), "
-                               "COALESCE(secret_hash, '-'), db_user)), '/', COUNT(*)) "
-                               "FROM leases" +
-                               both}) == "1/2");
-    CHECK(server::sql_value(
-              env, {.postgres = "SELECT count(DISTINCT to_jsonb(h) - '{id,at,resource,token}'"
-                                "::text[]) || '/' || count(*) FROM clock.history h" +
-                                both,
-                    .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT_WS('|', event, namespace, "
-                               "owner, mode, COALESCE(held_for_us, '-'), host, ip, pid, "
-                               "user_name, command, forced_by, db_user, "
-                               "COALESCE(secret_hash, '-'), COALESCE(leftovers, '-'), "
-                               "COALESCE(exit_code, '-'))), '/', COUNT(*)) "
-                               "FROM history" +
-                               both}) == "1/2");
-    CHECK(server::sql_value(
-              env, {.postgres = "SELECT count(DISTINCT outcome || ':' || count) || '/' || "
-                                "count(*) FROM clock.run_counts" +
-                                both,
-                    .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT(outcome, ':', count)), "
-                               "'/', COUNT(*)) FROM run_counts" +
-                               both}) == "1/2");
+    // request id, instants), the same: "1/2", one distinct value of two rows.
+    auto distinct_of_two = [&](const std::string& table, const std::string& postgres,
+                               const std::string& mariadb) {
+      const std::string rows = table + " t WHERE resource IN ('fa', 'fb')";
+      return server::sql_value(env, {.postgres = "SELECT count(DISTINCT " + postgres +
+                                                 ") || '/' || count(*) FROM clock." + rows,
+                                     .mariadb = "SELECT CONCAT(COUNT(DISTINCT CONCAT_WS('|', " +
+                                                mariadb + ")), '/', COUNT(*)) FROM " + rows});
+    };
+    CHECK(distinct_of_two(
+              "leases",
+              "to_jsonb(t) - '{resource,token,request_id,acquired_at,renewed_at,expires_at}'"
+              "::text[]",
+              "namespace, owner, mode, slots, depth, expires_us - acquired_us, ttl_us, host, ip, "
+              "pid, user_name, command, COALESCE(owner_started_us, '-'), "
+              "COALESCE(secret_hash, '-'), db_user") == "1/2");
+    CHECK(distinct_of_two("history", "to_jsonb(t) - '{id,at,resource,token}'::text[]",
+                          "event, namespace, owner, mode, COALESCE(held_for_us, '-'), host, ip, "
+                          "pid, user_name, command, forced_by, db_user, "
+                          "COALESCE(secret_hash, '-'), COALESCE(leftovers, '-'), "
+                          "COALESCE(exit_code, '-')") == "1/2");
+    CHECK(distinct_of_two("run_counts", "outcome || ':' || count", "outcome, count") == "1/2");
 
     // An owner's own queue entry goes with the grant; another owner's entry
     // on a descendant is in the way (its turn comes first).
