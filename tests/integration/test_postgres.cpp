@@ -210,9 +210,6 @@ TEST_SUITE("postgres") {
     CHECK(after.token() > token);
   }
 
-  // Databases migrated before the functions moved to sql/postgres/functions/
-  // ran function bodies that are no longer in the migrations: the new binary
-  // must re-apply the current functions over them, leases kept.
   // A set's name keeps the first 49 characters of its schema's name: two
   // longer names that share those would name one set. The first call into
   // it then checks the set's stamp, which names its schema (ready_condition
@@ -243,6 +240,9 @@ TEST_SUITE("postgres") {
                        "_one.history WHERE resource = 'first'") != "0");
   }
 
+  // Databases migrated before the functions moved to sql/postgres/functions/
+  // ran function bodies that are no longer in the migrations: the new binary
+  // must re-apply the current functions over them, leases kept.
   TEST_CASE("a schema created by the old layout's SQL upgrades in place with a live lease intact" *
             only_on("postgres")) {
     TestEnv env;
