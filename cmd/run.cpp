@@ -14,6 +14,7 @@
 #include "run/jitter.hpp"
 #include "run/locked_run.hpp"
 #include "run/timing.hpp"
+#include "store/dead_holder.hpp"
 #include "util/duration.hpp"
 #include "util/http_url.hpp"
 
@@ -254,6 +255,11 @@ Action register_run(CLI::App& app) {
     // Forked before the store is opened, not between the grant and the
     // command's start.
     run::Guard guard;
+    // What shows on this host that this holder died, written on its leases
+    // with their grant (docs/dead-holder.md).
+    const run::JobCgroup* job_cgroup = guard.cgroup();
+    plan.request.holder =
+        store::this_holder(guard.process_group(), job_cgroup ? job_cgroup->path() : "");
     run::wait_jitter(jitter);
     if (options->watch_lease)
       context.settings.watch_lease = true;

@@ -24,8 +24,7 @@
 --                 `release` need: EXECUTE on clock_try_acquire,
 --                 clock_leave_queue, clock_record_missed_run, clock_renew,
 --                 clock_note_leftovers (what clock run's command left
---                 running), clock_note_holder (clock run's process facts),
---                 clock_release and clock_release2 (each only ever of the
+--                 running), clock_release and clock_release2 (each only ever of the
 --                 owner id it is given, and only with that owner's secret;
 --                 clock_release2 also records how the run ended),
 --                 clock_expect_runs, and clock_holder_trace and
@@ -150,7 +149,6 @@ BEGIN NOT ATOMIC
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_gc_batch', v_suffix, ' TO clock_operator');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_history2', v_suffix, ' TO clock_reader');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_run_results', v_suffix, ' TO clock_reader');
-    EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_note_holder', v_suffix, ' TO clock_app');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_holder_trace', v_suffix, ' TO clock_app');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_end_dead_lease', v_suffix, ' TO clock_app');
     EXECUTE IMMEDIATE CONCAT('GRANT EXECUTE ON PROCEDURE clock_release2', v_suffix, ' TO clock_app');

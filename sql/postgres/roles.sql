@@ -23,11 +23,10 @@
 --                 record_missed_run (a run that timed out or was killed),
 --                 renew, note_leftovers (what clock run's command left
 --                 running, on the caller's own leases, with its secret),
---                 note_holder (clock run's process facts, on its own leases,
---                 with its secret), holder_trace and end_dead_lease (a lease
---                 whose holder died on the caller's host: any lease whose
---                 recorded facts the caller names, without the owner's
---                 secret; docs/threat-model.md, "Dead holders"),
+--                 holder_trace and end_dead_lease (a lease whose holder died
+--                 on the caller's host: any lease whose recorded facts the
+--                 caller names, without the owner's secret;
+--                 docs/threat-model.md, "Dead holders"),
 --                 release and release2 (of the caller's own leases: the
 --                 function only ever touches the lease of the owner id it is
 --                 given, and only with that owner's secret; release2 also
@@ -168,8 +167,8 @@ JOIN (VALUES ('try_acquire', 'clock_app'), ('leave_queue', 'clock_app'),
              ('note_leftovers', 'clock_app'), ('release', 'clock_app'),
              ('status_rows', 'clock_app'), ('history', 'clock_app'),
              ('expect_runs', 'clock_app'), ('expected_rows', 'clock_app'),
-             ('note_holder', 'clock_app'), ('holder_trace', 'clock_app'),
-             ('end_dead_lease', 'clock_app'), ('release2', 'clock_app'),
+             ('holder_trace', 'clock_app'), ('end_dead_lease', 'clock_app'),
+             ('release2', 'clock_app'),
              ('history2', 'clock_app'), ('run_results', 'clock_app'),
              ('status_rows', 'clock_reader'), ('history', 'clock_reader'),
              ('history2', 'clock_reader'), ('run_results', 'clock_reader'),

@@ -9,7 +9,6 @@
 #include "error.hpp"
 #include "output/text.hpp"
 #include "run/supervise.hpp"
-#include "store/dead_holder.hpp"
 #include "util/quick_exit.hpp"
 
 namespace clk::run {
@@ -67,25 +66,6 @@ LeaseKeeping keep_lease(store::Store& store, const store::RenewRequest& renewal,
     store.note_leftovers(note);
   };
   return keeping;
-}
-
-// What shows on this host that the holder died (store/dead_holder.hpp),
-// on its leases, once the command runs (its process group and cgroup
-// exist). Until then, or when it fails, a dead holder's lease waits for its
-// TTL as on another host: a debug line.
-void record_holder(store::Store& store, const HeldLocks& held, const Guard& guard) {
-  const JobCgroup* cgroup = guard.cgroup();
-  auto trace = store::this_holder(guard.process_group(), cgroup ? cgroup->path() : "");
-  auto* holders = store::dead_holders_of(store);
-  if (!trace || !holders)
-    return;
-  try {
-    auto renewal = held_leases(held);
-    renewal.caller = held.caller();
-    holders->note_holder(renewal, *trace);
-  } catch (const Error& error) {
-    spdlog::debug("could not record this holder's process facts: {}", error.what());
-  }
 }
 
 // The steady-clock instant `at` on the wall clock, for messages.
@@ -185,7 +165,6 @@ int run_locked(RunOptions options, Guard& guard, store::Store& store, const Held
   // ancestors' /proc files, some 30 system calls) for the renewals and the
   // release, and whatever the store would otherwise do later.
   options.beside_command = [&] {
-    record_holder(store, held, guard);
     held.caller();
     if (held.beside_command)
       held.beside_command();

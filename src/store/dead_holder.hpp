@@ -15,20 +15,6 @@
 
 namespace clk::store {
 
-// What clock run records on its leases so that a request from the holder's
-// own host can tell that the holder died: the host's boot and pid
-// namespace, clock's pid and its start time (a pid is reused, a pid with
-// its start time is not), and where its job's processes are.
-struct HolderTrace {
-  std::string boot_id;         // /proc/sys/kernel/random/boot_id
-  std::int64_t pid_ns = 0;     // inode of /proc/self/ns/pid
-  std::int64_t pid = 0;        // clock's pid there (the lease's pid)
-  std::int64_t pid_start = 0;  // its start, in clock ticks after boot (/proc/PID/stat)
-  std::int64_t job_group = 0;  // the job's process group (the guard's); 0: none
-  std::string job_cgroup;      // the job's cgroup directory; "": none
-  bool operator==(const HolderTrace&) const = default;
-};
-
 // A claim that a lease's holder died on the claimer's host: the lease by
 // its identity and token, the trace its holder recorded as the claimer read
 // it (the store ends the lease only while both still match, so a newer
@@ -47,12 +33,6 @@ struct DeadHolderClaim {
 class DeadHolders {
  public:
   virtual ~DeadHolders() = default;
-
-  // Records on each of the owner's leases (`held`: its tokens and proof, as
-  // Store::note_leftovers() has them) whose pid is `trace.pid` its holder's
-  // trace (a lease re-entered by a nested clock run keeps the outer one's).
-  // Refused as note_leftovers() is.
-  virtual void note_holder(const RenewRequest& held, const HolderTrace& trace) = 0;
 
   // The trace recorded on the live lease of `owner` on `resource` under
   // `token`, when it names the boot `boot_id` and pid namespace `pid_ns`

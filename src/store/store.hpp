@@ -17,6 +17,7 @@
 
 #include "error.hpp"
 #include "lock/lease.hpp"
+#include "store/holder_trace.hpp"
 
 namespace clk::store {
 
@@ -67,6 +68,12 @@ struct LockRequest {
   // database's now - D; the outcome is then `done`, recorded as skipped
   // naming that run, in the same transaction. None: no such check.
   std::optional<milliseconds> once_per;
+  // clock run's trace (its pid is info.pid), written on each lease the
+  // request creates, with the grant: a holder that dies at any point after
+  // its grant is seen dead by its own host at once (dead_holder.hpp). A
+  // re-entered lease keeps the outer holder's. None (`clock acquire`, whose
+  // holder is the calling shell): such a lease waits for its TTL.
+  std::optional<HolderTrace> holder;
 };
 
 // The successful run that did a --once-per period: the lease it ran under

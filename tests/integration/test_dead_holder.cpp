@@ -5,8 +5,12 @@
 // ("holder died"); a job that outlived clock keeps the lock; another host
 // (here: another pid namespace of this kernel, as a container is) waits for
 // the TTL and is told when that is.
+#include <arpa/inet.h>
 #include <csignal>
+#include <netinet/in.h>
+#include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -21,9 +25,9 @@ using nlohmann::json;
 namespace {
 
 // A `clock run` holding `job` whose command (`script`) writes the pid of
-// the job's process to watch to T_DIR/pid; returned once the holder has recorded its process facts
-// (they go to the database beside the command's start, before the first renewal, which status shows
-// as a renewed_at after acquired_at).
+// the job's process to watch to T_DIR/pid; returned once the holder has
+// renewed its lease (status shows a renewed_at after acquired_at): its
+// command runs and it is past its first renewal.
 struct Holder {
   std::unique_ptr<Process> clock;
   pid_t job = 0;
@@ -71,6 +75,42 @@ void kill_everything(Holder& holder) {
   CHECK(result.status == 128 + SIGKILL);
   REQUIRE(
       await([&] { return !process_alive(holder.job) && !process_alive(holder.group); }, 10s, 5ms));
+}
+
+// A TCP port that takes connections into its backlog and never answers:
+// a --ping URL whose start ping hangs for the ping's whole timeout.
+class SilentPort {
+ public:
+  SilentPort() : m_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    REQUIRE(m_fd >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    REQUIRE(bind(m_fd, reinterpret_cast<sockaddr*>(&address), length) == 0);
+    REQUIRE(listen(m_fd, 16) == 0);
+    REQUIRE(getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    m_url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/ping/silent";
+  }
+  ~SilentPort() { close(m_fd); }
+  SilentPort(const SilentPort&) = delete;
+  SilentPort& operator=(const SilentPort&) = delete;
+  const std::string& url() const { return m_url; }
+
+ private:
+  int m_fd;
+  std::string m_url;
+};
+
+// The children of `pid` (its main thread's: clock forks its guard before
+// starting any thread).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::istringstream in(
+      read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  std::vector<pid_t> out;
+  for (pid_t child = 0; in >> child;)
+    out.push_back(child);
+  return out;
 }
 
 // A history event's `by`: "" where there is none.
@@ -134,6 +174,43 @@ TEST_SUITE("dead holder") {
     for (const auto& event : history)
       acquired += event.value("event", "") == "acquired" ? 1 : 0;
     CHECK(acquired == 2);
+  }
+
+  TEST_CASE(
+      "a holder killed after its grant, before its command started (its start ping hanging), "
+      "frees its lock at once for this host's next -n") {
+    TestEnv env;
+    SilentPort port;
+    auto clock =
+        env.spawn(env.clock_command({"run", "--ttl", "60s", "-r", "job", "--ping", port.url(), "--",
+                                     "sh", "-c", "touch \"$T_DIR/started\"; exec sleep 1000"}));
+    // Granted: from here clock waits up to the ping's timeout (2 s) for
+    // the start ping before it starts the command.
+    json lease;
+    REQUIRE(await(
+        [&] {
+          auto holders = env.holders_of("job");
+          if (holders.size() == 1)
+            lease = holders[0];
+          return holders.size() == 1;
+        },
+        30s, 5ms));
+    const std::vector<pid_t> guard = children_of(clock->pid());
+    REQUIRE(guard.size() == 1);
+    clock->signal(SIGKILL);
+    CHECK(clock->wait(10s).status == 128 + SIGKILL);
+    // Its guard sees clock die and ends.
+    REQUIRE(await([&] { return !process_alive(guard[0]); }, 10s, 5ms));
+    // Only meaningful if the command had not started: the trace came with
+    // the grant, not with the command.
+    REQUIRE_MESSAGE(!fs::exists(env.path("started")),
+                    "the command started before the holder was killed: too slow a machine");
+
+    CHECK_EXIT(env.clock({"run", "-n", "-r", "job", "--", "true"}), 0);
+    json expired = event_of(history_of(env, "job"), lease.at("owner"), "expired");
+    REQUIRE_MESSAGE(!expired.is_null(), "no expiry recorded for the dead holder");
+    CHECK_MESSAGE(by_of(expired).find("holder died") != std::string::npos, by_of(expired));
+    CHECK(epoch_ms(expired.at("at")) < epoch_ms(lease.at("expires_at")));
   }
 
   TEST_CASE(

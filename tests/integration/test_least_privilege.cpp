@@ -180,7 +180,7 @@ std::vector<std::string> calls_beyond_a_reader(const TestEnv& env, const std::st
   const std::string kept = "'', '[\"kept\"]', '" + owner + "'";
   return {"CALL clock_try_acquire" + set +
               "('', '[\"other\"]', 'exclusive', 0, UUID(), 60000, 'r', TRUE, 'h', '', 1, '', "
-              "'', NULL, TRUE, '', '', NULL, 0)",
+              "'', NULL, TRUE, '', '', NULL, NULL, 0)",
           "CALL clock_renew" + set + "(" + kept + ", '[]', 60000, '', 'x')",
           "CALL clock_note_leftovers" + set + "(" + kept + ", '[]', '[]', '', 'x')",
           "CALL clock_release" + set + "(" + kept + ", '', 'x', 'h', '[]', FALSE)"};
@@ -543,7 +543,7 @@ TEST_SUITE("least privilege") {
       Result refused = roles.app().sql(
           {.mariadb = "START TRANSACTION; CALL clock_try_acquire" + set +
                       "('', '[\"stall.other\"]', 'exclusive', 0, UUID(), 60000, 'r-hostile', "
-                      "true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', NULL, 0)"});
+                      "true, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', NULL, NULL, 0)"});
       INFO(refused.describe());
       CHECK(refused.status != 0);
       CHECK(refused.err.find("one statement of their own") != std::string::npos);
@@ -619,9 +619,11 @@ TEST_SUITE("least privilege") {
            "65 resources in one call: at most 64"},
           {"SELECT " + f + "expect_runs('', " + names + ", 1000, " + id + ", '', 'x')",
            "65 resources in one call: at most 64"},
-          {"SELECT " + f + "note_holder('', " + names + ", " + id +
-               ", '{}', 'boot', 1, 1, 1, 0, '', '', 'x')",
-           "65 resources in one call: at most 64"},
+          {"SELECT " + f + "try_acquire('', '{b}', 'exclusive', 0, " + id +
+               ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', 'x', NULL, "
+               "jsonb_build_object('boot_id', 'b', 'pid_ns', 1, 'pid_start', 1, 'job_group', 0, "
+               "'job_cgroup', repeat('x', 4097)))",
+           "invalid holder trace"},
           {"SELECT " + f + "end_dead_lease('', 'b', " + id +
                ", 1, 'boot', 1, 1, 1, repeat('x', 513))",
            "too long"},
@@ -661,7 +663,7 @@ TEST_SUITE("least privilege") {
       calls = {
           {call("try_acquire", "'', " + names + ", 'exclusive', 0, " + id +
                                    ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', "
-                                   "'x', NULL, 0"),
+                                   "'x', NULL, NULL, 0"),
            "65 resources in one call: at most 64"},
           {call("renew", "'', " + names + ", " + id + ", '[]', 60000, '', 'x'"),
            "65 resources in one call: at most 64"},
@@ -678,9 +680,12 @@ TEST_SUITE("least privilege") {
            "65 resources in one call: at most 64"},
           {call("expect_runs", "'', " + names + ", 1000, " + id + ", '', 'x'"),
            "65 resources in one call: at most 64"},
-          {call("note_holder",
-                "'', " + names + ", " + id + ", '[]', 'boot', 1, 1, 1, 0, '', '', 'x'"),
-           "65 resources in one call: at most 64"},
+          {call("try_acquire", "'', '[\"b\"]', 'exclusive', 0, " + id +
+                                   ", 60000, 'r', false, 'h', '', 1, 'u', 'c', NULL, false, '', "
+                                   "'x', NULL, JSON_OBJECT('boot_id', 'b', 'pid_ns', 1, "
+                                   "'pid_start', 1, 'job_group', 0, 'job_cgroup', "
+                                   "REPEAT('x', 4097)), 0"),
+           "invalid holder trace"},
           {call("end_dead_lease", "'', 'b', " + id + ", 1, 'boot', 1, 1, 1, REPEAT('x', 513)"),
            "too long"},
           {call("note_leftovers", "'', '[\"b\"]', " + id + ", '[]', " + leftovers + ", '', 'x'"),
@@ -691,7 +696,7 @@ TEST_SUITE("least privilege") {
            "too many leftovers: at most 64"},
           {call("try_acquire", "'', '[\"b\"]', 'exclusive', 0, " + id +
                                    ", 60000, 'r', false, 'h', '', 1, 'u', REPEAT('c', 4097), NULL, "
-                                   "false, '', 'x', NULL, 0"),
+                                   "false, '', 'x', NULL, NULL, 0"),
            "too long"},
           {call("release2",
                 "'', '[\"b\"]', " + id + ", '', 'x', 'h', " + pids + ", false, 0, NULL"),

@@ -292,7 +292,7 @@ TEST_SUITE("postgres") {
     // The functions added since release 1.0 exist only in this release's
     // set (docs/upgrades.md), and the role gets them there too.
     for (const char* added :
-         {"note_holder", "holder_trace", "end_dead_lease", "release2", "history2", "run_results"}) {
+         {"holder_trace", "end_dead_lease", "release2", "history2", "run_results"}) {
       INFO(added);
       CHECK(psql.execute("SELECT count(*) FILTER (WHERE has_function_privilege('" + role +
                          "', p.oid, 'EXECUTE')) || '/' || count(*) FROM pg_proc AS p "

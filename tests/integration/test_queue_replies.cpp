@@ -41,10 +41,10 @@ json try_acquire(const TestEnv& env, const std::string& owner, const std::string
   }
   std::string suffix =
       first_line(maria::sql(env, "SELECT suffix FROM routine_sets WHERE suffix <> '' LIMIT 1"));
-  return json::parse(first_line(
-      maria::sql(env, "CALL clock_try_acquire" + suffix + "('', '[\"q.x\"]', 'exclusive', 0, '" +
-                          owner + "', 60000, '" + request +
-                          "', true, 'h', '', 1, 'u', 'c', NULL, false, '', 'test', NULL, 0)")));
+  return json::parse(first_line(maria::sql(
+      env, "CALL clock_try_acquire" + suffix + "('', '[\"q.x\"]', 'exclusive', 0, '" + owner +
+               "', 60000, '" + request +
+               "', true, 'h', '', 1, 'u', 'c', NULL, false, '', 'test', NULL, NULL, 0)")));
 }
 
 std::string owner_id(int n) {

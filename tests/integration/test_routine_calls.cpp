@@ -47,7 +47,7 @@ server::Dialects try_acquire_call(const TestEnv& env, const Attempt& attempt) {
                         "', 0, '" + attempt.owner + tail + ")"};
   }
   return {.mariadb = "CALL clock_try_acquire" + set + "('', '[" + list + "]', '" + attempt.mode +
-                     "', 0, '" + attempt.owner + tail + ", NULL, 0)"};
+                     "', 0, '" + attempt.owner + tail + ", NULL, NULL, 0)"};
 }
 
 // try_acquire's JSON reply to `attempt`.
@@ -136,7 +136,7 @@ server::Dialects worker_routine(const std::string& set) {
               set +
               "('qq', v_res, 'exclusive', 0, v_owner, 5000, CONCAT('w', k, '-', i), "
               "TRUE, CONCAT('h', k), '', k, '', '', NULL, FALSE, CONCAT('s', k), '', NULL, "
-              "0);\n"
+              "NULL, 0);\n"
               "      SELECT COUNT(*) INTO v_got FROM leases "
               "WHERE namespace = 'qq' AND owner = v_owner;\n"
               "      IF v_got < 2 THEN DO SLEEP(0.002); END IF;\n"

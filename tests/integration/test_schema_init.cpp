@@ -328,7 +328,7 @@ TEST_SUITE("init") {
     REQUIRE_EXIT(maria::sql(env, "SET NAMES utf8mb4; CALL clock_try_acquire" + set +
                                      "('', '[\"flake\"]', 'exclusive', 0, UUID(), 60000, 'r', "
                                      "false, 'höst-☃', '', 1, 'üser-☃', 'make ☃', NULL, false, "
-                                     "'', 'test', NULL, 0)"),
+                                     "'', 'test', NULL, NULL, 0)"),
                  0);
     holders = env.holders_of("flake");
     REQUIRE(holders.size() == 1);

@@ -61,7 +61,7 @@ routines=$(q "SELECT GROUP_CONCAT(routine_name ORDER BY CAST(routine_name AS BIN
                 AND routine_name NOT LIKE 'clock\_acq\_%'
                 AND routine_type = 'PROCEDURE'")
 check "the operation procedures exist ($routines)" same "$routines" \
-  "clock_end_dead_lease,clock_expect_runs,clock_expected_rows,clock_force_release,clock_gc_batch,clock_history,clock_history2,clock_holder_trace,clock_leave_queue,clock_note_holder,clock_note_leftovers,clock_record_missed_run,clock_release,clock_release2,clock_renew,clock_run_results,clock_status_rows,clock_try_acquire"
+  "clock_end_dead_lease,clock_expect_runs,clock_expected_rows,clock_force_release,clock_gc_batch,clock_history,clock_history2,clock_holder_trace,clock_leave_queue,clock_note_leftovers,clock_record_missed_run,clock_release,clock_release2,clock_renew,clock_run_results,clock_status_rows,clock_try_acquire"
 definer_ones=$(q "SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema = '$db'
                   AND routine_name LIKE 'clock\_rec\_%' AND security_type = 'DEFINER'")
 check "no clock_rec_ helper runs with the definer's rights" same "$definer_ones" 0

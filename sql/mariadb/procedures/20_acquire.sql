@@ -7,12 +7,14 @@
 --     (0: never expires), p_request_id, p_queue BOOLEAN, p_host, p_ip,
 --     p_pid, p_user, p_command, p_started BIGINT microseconds or NULL,
 --     p_record_refusal BOOLEAN, p_secret, p_by, p_once_per_ms BIGINT or NULL,
---     p_expiry_margin_ms BIGINT)
+--     p_holder JSON or NULL, p_expiry_margin_ms BIGINT)
 -- (a MariaDB procedure has no parameter defaults: pass NULL for no
--- --once-per, 0 for no margin). p_expiry_margin_ms is MariaDB's own: on a
--- Galera node another owner's lease counts as expired only that long after
--- its expiry, by this node's clock (the client measures how far the nodes'
--- clocks are apart: src/store/mariadb/node_clocks.hpp).
+-- --once-per and no holder trace, 0 for no margin). p_holder: clock run's
+-- trace, written on each lease the grant inserts (70_dead_holder.sql).
+-- p_expiry_margin_ms is MariaDB's own: on a Galera node another owner's
+-- lease counts as expired only that long after its expiry, by this node's
+-- clock (the client measures how far the nodes' clocks are apart:
+-- src/store/mariadb/node_clocks.hpp).
 --
 -- The result: one result set of one row and one column, `try_acquire`,
 -- holding the JSON document PostgreSQL's try_acquire returns, instants in
@@ -74,7 +76,7 @@ CREATE OR REPLACE PROCEDURE clock_try_acquire(
   IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
   IN p_record_refusal BOOLEAN, IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_once_per_ms BIGINT,
-  IN p_expiry_margin_ms BIGINT)
+  IN p_holder LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_expiry_margin_ms BIGINT)
   MODIFIES SQL DATA SQL SECURITY DEFINER
   COMMENT 'clock: one attempt at taking every resource of a request (PostgreSQL try_acquire())'
 BEGIN
@@ -89,6 +91,19 @@ BEGIN
     SIGNAL SQLSTATE '22023'
       SET MESSAGE_TEXT = 'try_acquire: invalid mode, slots, ttl, owner or request id';
   END IF;
+  IF p_holder IS NOT NULL AND NOT COALESCE(
+       JSON_VALID(p_holder) AND JSON_TYPE(JSON_EXTRACT(p_holder, '$.boot_id')) = 'STRING'
+       AND LENGTH(JSON_VALUE(p_holder, '$.boot_id')) <= 64
+       AND JSON_TYPE(JSON_EXTRACT(p_holder, '$.pid_ns')) = 'INTEGER'
+       AND JSON_TYPE(JSON_EXTRACT(p_holder, '$.pid_start')) = 'INTEGER'
+       AND CAST(JSON_VALUE(p_holder, '$.pid_start') AS SIGNED) >= 0
+       AND JSON_TYPE(JSON_EXTRACT(p_holder, '$.job_group')) = 'INTEGER'
+       AND JSON_TYPE(JSON_EXTRACT(p_holder, '$.job_cgroup')) = 'STRING'
+       AND LENGTH(JSON_VALUE(p_holder, '$.job_cgroup')) <= 4096, FALSE) THEN
+    SIGNAL SQLSTATE '22023'
+      SET MESSAGE_TEXT = 'try_acquire: invalid holder trace (boot id up to 64 bytes, pid '
+                         'namespace, start time, job group, cgroup up to 4096 bytes)';
+  END IF;
   IF JSON_LENGTH(p_resources) = 1 AND p_queue AND p_mode = 'exclusive' AND p_slots = 0 THEN
     CALL clock_acq_fast_path_waiting(p_namespace, clock_rec_nth(p_resources, 0), v_owner,
                                      p_ttl_ms, p_request_id, p_secret, p_expiry_margin_ms,
@@ -98,7 +113,7 @@ BEGIN
     CALL clock_acq_acquire_general(p_namespace, p_resources, p_mode, p_slots, v_owner, p_ttl_ms,
                                    p_request_id, p_queue, p_host, p_ip, p_pid, p_user, p_command,
                                    p_started, p_record_refusal, p_secret, p_by, p_once_per_ms,
-                                   p_expiry_margin_ms, v_result);
+                                   p_holder, p_expiry_margin_ms, v_result);
   END IF;
   SELECT v_result AS try_acquire;
 END;
@@ -124,7 +139,8 @@ CREATE OR REPLACE PROCEDURE clock_acq_acquire_general(
   IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
   IN p_record_refusal BOOLEAN, IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_once_per_ms BIGINT,
-  IN p_expiry_margin_ms BIGINT, OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  IN p_holder LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_expiry_margin_ms BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_refuses BOOLEAN;
@@ -155,7 +171,7 @@ BEGIN
       -- resource: queued without a walk of the whole queue (22_queue.sql).
       CALL clock_acq_fast_path_free(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                     p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                                    p_started, p_secret, p_once_per_ms, v_now, p_result);
+                                    p_started, p_secret, p_once_per_ms, p_holder, v_now, p_result);
       IF p_result IS NULL THEN
         CALL clock_acq_queue_behind(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                     p_request_id, p_queue, p_host, p_ip, p_pid, p_user,
@@ -164,7 +180,6 @@ BEGIN
       IF p_result IS NOT NULL THEN
         LEAVE main;
       END IF;
-
       CALL clock_acq_decide_all(p_namespace, p_resources, p_mode, p_slots, p_owner, p_request_id,
                                 v_judged, v_now, v_verdicts, p_result, v_leases, v_waiters,
                                 v_blockers);
@@ -208,7 +223,7 @@ BEGIN
 
       CALL clock_acq_grant_all(p_namespace, p_resources, v_verdicts, p_mode, p_slots, p_owner,
                                p_ttl_ms, p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                               p_started, p_secret, v_now, p_result);
+                               p_started, p_secret, p_holder, v_now, p_result);
     END main;
   END IF;
   COMMIT;
@@ -309,7 +324,8 @@ END;
 -- The grant of a request that nothing is in the way of, all or none, by
 -- each resource's verdict (p_verdicts): 'again' (a retry) reports the lease
 -- it made, 'reenter' deepens the owner's lease, 'grant' inserts a new one
--- (recorded 'acquired'). The request leaves the queue. p_result:
+-- (recorded 'acquired', with p_holder's trace). The request leaves the
+-- queue. p_result:
 -- try_acquire's granted reply, its grants in request order (grant_all()
 -- on PostgreSQL). The tokens row last: one write draws the tokens of every
 -- new lease of the request, in request order, and the row all grants share
@@ -324,7 +340,8 @@ CREATE OR REPLACE PROCEDURE clock_acq_grant_all(
   IN p_ip VARCHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_pid BIGINT,
   IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
-  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_holder LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
   OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
@@ -361,11 +378,16 @@ BEGIN
       SET v_next = v_next + 1;
       INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
                           acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
-                          user_name, command, owner_started_us, secret_hash, db_user)
+                          user_name, command, owner_started_us, secret_hash, db_user,
+                          holder_boot_id, holder_pid_ns, holder_pid_start, job_group, job_cgroup)
       VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, v_next, 1, p_request_id,
               p_now, p_now, v_expires, p_ttl_ms * 1000, COALESCE(p_host, ''),
               COALESCE(p_ip, ''), COALESCE(p_pid, 0), COALESCE(p_user, ''),
-              COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER());
+              COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER(),
+              JSON_VALUE(p_holder, '$.boot_id'), JSON_VALUE(p_holder, '$.pid_ns'),
+              JSON_VALUE(p_holder, '$.pid_start'),
+              NULLIF(CAST(JSON_VALUE(p_holder, '$.job_group') AS SIGNED), 0),
+              NULLIF(JSON_VALUE(p_holder, '$.job_cgroup'), ''));
       CALL clock_rec_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL,
                            NULL, '');
     END IF;

@@ -102,7 +102,8 @@ CREATE OR REPLACE PROCEDURE clock_acq_fast_path_free(
   IN p_user VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
   IN p_command TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_started BIGINT,
   IN p_secret TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_once_per_ms BIGINT,
-  IN p_now BIGINT, OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  IN p_holder LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_now BIGINT,
+  OUT p_result LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
   DECLARE v_resource VARBINARY(255) DEFAULT clock_rec_nth(p_resources, 0);
@@ -131,11 +132,16 @@ BEGIN
     SELECT last INTO v_token FROM tokens WHERE id = 1;
     INSERT INTO leases (namespace, resource, owner, mode, slots, token, depth, request_id,
                         acquired_us, renewed_us, expires_us, ttl_us, host, ip, pid,
-                        user_name, command, owner_started_us, secret_hash, db_user)
+                        user_name, command, owner_started_us, secret_hash, db_user,
+                        holder_boot_id, holder_pid_ns, holder_pid_start, job_group, job_cgroup)
     VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, v_token, 1, p_request_id,
             p_now, p_now, IF(p_ttl_ms = 0, NULL, p_now + p_ttl_ms * 1000), p_ttl_ms * 1000,
             COALESCE(p_host, ''), COALESCE(p_ip, ''), COALESCE(p_pid, 0), COALESCE(p_user, ''),
-            COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER());
+            COALESCE(p_command, ''), p_started, clock_rec_secret_hash(p_secret), USER(),
+            JSON_VALUE(p_holder, '$.boot_id'), JSON_VALUE(p_holder, '$.pid_ns'),
+            JSON_VALUE(p_holder, '$.pid_start'),
+            NULLIF(CAST(JSON_VALUE(p_holder, '$.job_group') AS SIGNED), 0),
+            NULLIF(JSON_VALUE(p_holder, '$.job_cgroup'), ''));
     CALL clock_rec_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL, NULL, '');
     DELETE FROM waiters
     WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;

@@ -85,6 +85,9 @@
 -- hash (secret_hash()). When the id's rows keep another hash
 -- (owner_refuses()), nothing is granted, queued or refreshed: the reply is
 -- {"outcome": "not_proven", "resource"}, recorded as 'refused' with p_by.
+-- p_holder: clock run's trace (70_dead_holder.sql), {"boot_id", "pid_ns",
+-- "pid_start", "job_group", "job_cgroup"}, written on each lease the grant
+-- inserts (a re-entered lease keeps its own); NULL for none.
 --
 -- It composes the pieces: the owner's proof, then, for a request of one
 -- resource, the fast paths (24_fast_paths.sql), each of which answers or
@@ -93,7 +96,8 @@ CREATE OR REPLACE FUNCTION @schema@.try_acquire(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
-  p_record_refusal boolean, p_secret text, p_by text, p_once_per_ms bigint DEFAULT NULL)
+  p_record_refusal boolean, p_secret text, p_by text, p_once_per_ms bigint DEFAULT NULL,
+  p_holder jsonb DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -106,6 +110,18 @@ DECLARE
   v_entered boolean := false;  -- fast path 0 found the caller's live queue entry
 BEGIN
   PERFORM @schema@.check_bounds(p_resources, p_host, p_ip, p_user, p_command, p_by);
+  IF p_holder IS NOT NULL AND NOT coalesce(
+       jsonb_typeof(p_holder->'boot_id') = 'string' AND octet_length(p_holder->>'boot_id') <= 64
+       AND jsonb_typeof(p_holder->'pid_ns') = 'number'
+       AND jsonb_typeof(p_holder->'pid_start') = 'number'
+       AND (p_holder->>'pid_start')::numeric >= 0
+       AND jsonb_typeof(p_holder->'job_group') = 'number'
+       AND jsonb_typeof(p_holder->'job_cgroup') = 'string'
+       AND octet_length(p_holder->>'job_cgroup') <= 4096, false) THEN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+      MESSAGE = 'try_acquire: invalid holder trace (boot id up to 64 bytes, pid namespace, '
+                'start time, job group, cgroup up to 4096 bytes)';
+  END IF;
   -- The owner's proof first: an id bound to another secret (owner_refuses)
   -- is granted nothing, queued nowhere and keeps its queue entries; the
   -- refusal is recorded with who asked.
@@ -141,14 +157,16 @@ BEGIN
     END IF;
     v_reply := @schema@.fast_path_free(p_namespace, p_resources, p_mode, p_slots, p_owner,
                                        p_ttl_ms, p_request_id, p_queue, p_host, p_ip, p_pid,
-                                       p_user, p_command, p_started, p_secret, p_once_per_ms);
+                                       p_user, p_command, p_started, p_secret, p_once_per_ms,
+                                       p_holder);
     IF v_reply IS NOT NULL THEN
       RETURN v_reply;
     END IF;
   END IF;
   RETURN @schema@.acquire_general(p_namespace, p_resources, p_mode, p_slots, p_owner, p_ttl_ms,
                                   p_request_id, p_queue, p_host, p_ip, p_pid, p_user, p_command,
-                                  p_started, p_record_refusal, p_secret, p_by, p_once_per_ms);
+                                  p_started, p_record_refusal, p_secret, p_by, p_once_per_ms,
+                                  p_holder);
 END $$;
 
 -- The general path of try_acquire (same arguments and replies), for any
@@ -163,7 +181,7 @@ CREATE OR REPLACE FUNCTION @schema@.acquire_general(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
-  p_record_refusal boolean, p_secret text, p_by text, p_once_per_ms bigint)
+  p_record_refusal boolean, p_secret text, p_by text, p_once_per_ms bigint, p_holder jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -223,7 +241,7 @@ BEGIN
   END IF;
   RETURN @schema@.grant_all(p_namespace, p_resources, d.verdicts, p_mode, p_slots, p_owner,
                             p_ttl_ms, p_request_id, p_host, p_ip, p_pid, p_user, p_command,
-                            p_started, p_secret, v_now);
+                            p_started, p_secret, p_holder, v_now);
 END $$;
 
 -- Re-entering joins a lease: only its owner may, proven by the secret. Of
@@ -258,12 +276,14 @@ END $$;
 -- The grant of a request that nothing is in the way of, all or none, by
 -- each resource's verdict (p_verdicts): 'again' (a retry) returns the lease
 -- it made, 'reenter' deepens the owner's lease, 'grant' inserts a new one
--- (recorded 'acquired') with the next token. The request leaves the queue.
+-- (recorded 'acquired') with the next token and p_holder's trace. The
+-- request leaves the queue.
 -- Returns try_acquire's granted reply, its grants in request order.
 CREATE OR REPLACE FUNCTION @schema@.grant_all(
   p_namespace text, p_resources text[], p_verdicts text[], p_mode text, p_slots integer,
   p_owner uuid, p_ttl_ms bigint, p_request_id text, p_host text, p_ip text, p_pid bigint,
-  p_user text, p_command text, p_started timestamptz, p_secret text, p_now timestamptz)
+  p_user text, p_command text, p_started timestamptz, p_secret text, p_holder jsonb,
+  p_now timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -287,12 +307,16 @@ BEGIN
     ELSE
       INSERT INTO @schema@.leases (namespace, resource, owner, mode, slots, token, depth,
                                    request_id, acquired_at, renewed_at, expires_at, ttl, host,
-                                   ip, pid, user_name, command, owner_started_at, secret_hash)
+                                   ip, pid, user_name, command, owner_started_at, secret_hash,
+                                   holder_boot_id, holder_pid_ns, holder_pid_start, job_group,
+                                   job_cgroup)
       VALUES (p_namespace, p_resources[i], p_owner, p_mode, p_slots,
               nextval('@schema@.tokens'), 1, p_request_id, p_now, p_now, v_expires,
               p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
               coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started,
-              @schema@.secret_hash(p_secret))
+              @schema@.secret_hash(p_secret), p_holder->>'boot_id',
+              (p_holder->>'pid_ns')::bigint, (p_holder->>'pid_start')::bigint,
+              nullif((p_holder->>'job_group')::bigint, 0), nullif(p_holder->>'job_cgroup', ''))
       RETURNING * INTO l;
       PERFORM @schema@.record_event('acquired', p_now, l, NULL);
     END IF;

@@ -154,7 +154,7 @@ CREATE OR REPLACE FUNCTION @schema@.fast_path_free(
   p_namespace text, p_resources text[], p_mode text, p_slots integer, p_owner uuid,
   p_ttl_ms bigint, p_request_id text, p_queue boolean,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
-  p_secret text, p_once_per_ms bigint)
+  p_secret text, p_once_per_ms bigint, p_holder jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -221,13 +221,17 @@ BEGIN
     WITH g AS (
       INSERT INTO @schema@.leases (namespace, resource, owner, mode, slots, token, depth,
                                    request_id, acquired_at, renewed_at, expires_at, ttl, host,
-                                   ip, pid, user_name, command, owner_started_at, secret_hash)
+                                   ip, pid, user_name, command, owner_started_at, secret_hash,
+                                   holder_boot_id, holder_pid_ns, holder_pid_start, job_group,
+                                   job_cgroup)
       VALUES (p_namespace, v_resource, p_owner, p_mode, p_slots, nextval('@schema@.tokens'), 1,
               p_request_id, v_now, v_now,
               CASE WHEN p_ttl_ms = 0 THEN NULL ELSE v_now + p_ttl_ms * interval '1 ms' END,
               p_ttl_ms * interval '1 ms', coalesce(p_host, ''), coalesce(p_ip, ''),
               coalesce(p_pid, 0), coalesce(p_user, ''), coalesce(p_command, ''), p_started,
-              @schema@.secret_hash(p_secret))
+              @schema@.secret_hash(p_secret), p_holder->>'boot_id',
+              (p_holder->>'pid_ns')::bigint, (p_holder->>'pid_start')::bigint,
+              nullif((p_holder->>'job_group')::bigint, 0), nullif(p_holder->>'job_cgroup', ''))
       RETURNING *),
     h AS (
       INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,

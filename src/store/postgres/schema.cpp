@@ -29,7 +29,7 @@ const ReplacedFunction k_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean, text, text, bigint)",
+      "text, text, timestamptz, boolean, text, text, bigint, jsonb)",
       "record_missed_run(text, text, text[], uuid, text, text, text, bigint, text, text, jsonb, "
       "text)",
       "expect_runs(text, text[], bigint, uuid, text, text)"}},
@@ -37,13 +37,11 @@ const ReplacedFunction k_replaced_functions[] = {
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
      "text, text, timestamptz, boolean)",
      {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-      "text, text, timestamptz, boolean, text, text, bigint)",
+      "text, text, timestamptz, boolean, text, text, bigint, jsonb)",
       "expect_runs(text, text[], bigint, uuid, text, text)"}},
     {"renew(text, text[], uuid, bigint[], bigint)",
      {"renew(text, text[], uuid, bigint[], bigint, text, text)",
       "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)",
-      "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, text, text, "
-      "text)",
       "holder_trace(text, text, uuid, bigint, text, bigint)",
       "end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)"}},
     {"release(text, text[], uuid)",
@@ -72,23 +70,19 @@ const ReplacedFunction k_replaced_functions[] = {
 // in any older set) may execute too in a new set, so that a least-privilege
 // role (sql/postgres/roles.sql) gains them at the upgrade without roles.sql
 // being run again.
-// Whoever may renew may record its leftovers (migration 015) and its
-// holder's trace, read another's and end a dead holder's lease (017,
-// docs/dead-holder.md); whoever may
-// acquire may declare the expected period of what it holds (014), and a
-// reader of the status (clock_reader) may not.
+// Whoever may renew may record its leftovers (migration 015), read a
+// holder's trace and end a dead holder's lease (017, docs/dead-holder.md);
+// whoever may acquire may declare the expected period of what it holds
+// (014), and a reader of the status (clock_reader) may not.
 constexpr GrantedBeside k_granted_beside[] = {
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "note_leftovers(text, text[], uuid, bigint[], jsonb, text, text)"},
-    {"renew(text, text[], uuid, bigint[], bigint, text, text)",
-     "note_holder(text, text[], uuid, bigint[], text, bigint, bigint, bigint, bigint, "
-     "text, text, text)"},
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "holder_trace(text, text, uuid, bigint, text, bigint)"},
     {"renew(text, text[], uuid, bigint[], bigint, text, text)",
      "end_dead_lease(text, text, uuid, bigint, text, bigint, bigint, bigint, text)"},
     {"try_acquire(text, text[], text, integer, uuid, bigint, text, boolean, text, text, bigint, "
-     "text, text, timestamptz, boolean, text, text, bigint)",
+     "text, text, timestamptz, boolean, text, text, bigint, jsonb)",
      "expect_runs(text, text[], bigint, uuid, text, text)"},
     // Whoever may release may record how its run ended, and whoever may read
     // history may read it with --since/--host and the run results (016).

@@ -367,4 +367,21 @@ std::optional<HolderTrace> parse_holder_trace(const std::string& text) {
   });
 }
 
+std::optional<std::string> holder_trace_json(const std::optional<HolderTrace>& trace) {
+  if (!trace)
+    return std::nullopt;
+  json object{{"boot_id", trace->boot_id},
+              {"pid_ns", trace->pid_ns},
+              {"pid_start", trace->pid_start},
+              {"job_group", trace->job_group},
+              {"job_cgroup", trace->job_cgroup}};
+  try {
+    return object.dump();
+  } catch (const json::type_error&) {
+    // A cgroup path that is not UTF-8 cannot be sent as it is, and one
+    // changed would name another: no trace, the lease waits for its TTL.
+    return std::nullopt;
+  }
+}
+
 }  // namespace clk::store

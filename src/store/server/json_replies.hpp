@@ -52,5 +52,8 @@ std::vector<RunResults> parse_run_results(const std::string& json);
 GcReport parse_gc(const std::string& json);
 // holder_trace(): the trace recorded on a lease; none for null or "".
 std::optional<HolderTrace> parse_holder_trace(const std::string& json);
+// try_acquire()'s p_holder: {"boot_id", "pid_ns", "pid_start", "job_group",
+// "job_cgroup"} (the lease's pid is the request's), or none.
+std::optional<std::string> holder_trace_json(const std::optional<HolderTrace>& trace);
 
 }  // namespace clk::store

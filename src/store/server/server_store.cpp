@@ -98,7 +98,8 @@ Attempt ServerStore::try_acquire(const LockRequest& request, bool queue) {
                boolean(request.record_refusal),
                text(request.secret),
                text(describe(Caller{request.info.user, request.info.host, request.info.pid, {}})),
-               bigint(once_per)};
+               bigint(once_per),
+               json(holder_trace_json(request.holder))};
   if (auto margin = m_session->expiry_margin())
     args.push_back(integer(*margin));
   AcquireReply reply;
@@ -201,19 +202,6 @@ void ServerStore::note_leftovers(const LeftoversNote& note) {
                                  text(held.secret), text(describe(held.caller))},
                                 Resend::allowed),
                 held.owner);
-}
-
-void ServerStore::note_holder(const RenewRequest& held, const HolderTrace& trace) {
-  patience(k_renew_patience);
-  // Writing the same trace twice is harmless: sent again after a dropped connection.
-  throw_if_lost(
-      m_session->call("recording this holder's process facts", "note_holder",
-                      {text(held.ns), names(held.resources), uuid(held.owner), numbers(held.tokens),
-                       text(trace.boot_id), bigint(trace.pid_ns), bigint(trace.pid),
-                       bigint(trace.pid_start), bigint(trace.job_group), text(trace.job_cgroup),
-                       text(held.secret), text(describe(held.caller))},
-                      Resend::allowed),
-      held.owner);
 }
 
 // Within the acquire's own deadline (set_acquire_deadline): these run

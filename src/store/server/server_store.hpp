@@ -36,7 +36,6 @@ class ServerStore final : public Store, public DeadHolders {
   // on its own schedule.
   void renew(const RenewRequest& request) override;
   void note_leftovers(const LeftoversNote& note) override;
-  void note_holder(const RenewRequest& held, const HolderTrace& trace) override;
   std::optional<HolderTrace> holder_trace(const std::string& ns, const lock::Resource& resource,
                                           const lock::OwnerId& owner, lock::Token token,
                                           const std::string& boot_id, std::int64_t pid_ns) override;

@@ -108,6 +108,29 @@ Attempt SqliteStore::try_acquire(const LockRequest& request, bool queue) {
   return attempt;
 }
 
+namespace {
+
+// clock run's trace (dead_holder.hpp) at `first` and the four parameters
+// after it, or NULLs (the statement is prepared once per connection and
+// keeps its bindings).
+void bind_holder(Statement& stmt, int first, const std::optional<HolderTrace>& trace) {
+  if (!trace) {
+    for (int i = first; i < first + 5; ++i)
+      stmt.bind_null(i);
+    return;
+  }
+  std::optional<std::string> cgroup;
+  if (!trace->job_cgroup.empty())
+    cgroup = trace->job_cgroup;
+  stmt.bind(first, trace->boot_id)
+      .bind(first + 1, trace->pid_ns)
+      .bind(first + 2, trace->pid_start)
+      .bind(first + 3, trace->job_group)
+      .bind_text_or_null(first + 4, cgroup);
+}
+
+}  // namespace
+
 Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resource,
                          std::int64_t now) {
   lock::Lease lease{request.ns,
@@ -124,9 +147,12 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
                     {}};
   if (auto expires = expiry(request.ttl, now))
     lease.expires_at = sqlite::instant_of(*expires);
+  // With clock run's trace (dead_holder.hpp), if any.
   auto stmt = m_db.prepare("INSERT INTO leases (" CLOCK_LEASE_COLUMNS
-                           ", secret_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8, ?9, ?10,"
-                           " ?11, ?12, ?13, ?14, ?15, ?17, NULL, ?16)");
+                           ", secret_hash, holder_boot_id, holder_pid_ns, holder_pid_start,"
+                           " job_group, job_cgroup) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8,"
+                           " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?17, NULL, ?16, ?18, ?19, ?20, ?21,"
+                           " ?22)");
   stmt.bind(1, request.ns)
       .bind(2, resource.str())
       .bind(3, request.owner.str())
@@ -144,6 +170,7 @@ Grant SqliteStore::grant(const LockRequest& request, const lock::Resource& resou
       .bind(15, request.request_id)
       .bind_text_or_null(16, secret_hash(request.secret))
       .bind(17, util::user_name());
+  bind_holder(stmt, 18, request.holder);
   stmt.run();
   record(EventKind::acquired, lease, now, std::nullopt, "", secret_hash(request.secret));
   return {resource, lease.token, 1};

@@ -1,38 +1,10 @@
 // The SQLite store's part of the dead-holder rule (store/dead_holder.hpp):
-// the trace a holder records, and the end of a lease whose holder died.
+// a holder's trace (recorded with its grant, acquire.cpp), and the end of
+// a lease whose holder died.
 #include "error.hpp"
 #include "store/sqlite/sqlite_store.hpp"
 
 namespace clk::store::sqlite {
-
-// Only on the leases whose pid is this holder's: a clock run nested in
-// another on the same resource re-enters the outer one's lease, which keeps
-// the outer one's pid and trace.
-void SqliteStore::note_holder(const RenewRequest& held, const HolderTrace& trace) {
-  WriteTransaction tx(m_db);
-  check_still_held(held, now_ms(), tx);
-  auto update = m_db.prepare(
-      "UPDATE leases SET holder_boot_id = ?4, holder_pid_ns = ?5, holder_pid_start = ?6,"
-      " job_group = ?7, job_cgroup = ?8"
-      " WHERE namespace = ?1 AND resource = ?2 AND owner = ?3 AND pid = ?9");
-  std::optional<std::string> cgroup;
-  if (!trace.job_cgroup.empty())
-    cgroup = trace.job_cgroup;
-  for (const auto& resource : held.resources) {
-    update.bind(1, held.ns)
-        .bind(2, resource.str())
-        .bind(3, held.owner.str())
-        .bind(4, trace.boot_id)
-        .bind(5, trace.pid_ns)
-        .bind(6, trace.pid_start)
-        .bind(7, trace.job_group)
-        .bind_text_or_null(8, cgroup)
-        .bind(9, trace.pid);
-    update.run();
-    update.reset();
-  }
-  tx.commit();
-}
 
 std::optional<HolderTrace> SqliteStore::holder_trace(const std::string& ns,
                                                      const lock::Resource& resource,

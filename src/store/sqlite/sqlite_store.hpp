@@ -93,7 +93,6 @@ class SqliteStore final : public Store, public DeadHolders {
   bool still_holds(const RenewRequest& held) override;
   void note_leftovers(const LeftoversNote& note) override;
   // A dead holder's lease: store/sqlite/dead_holder.cpp.
-  void note_holder(const RenewRequest& held, const HolderTrace& trace) override;
   std::optional<HolderTrace> holder_trace(const std::string& ns, const lock::Resource& resource,
                                           const lock::OwnerId& owner, lock::Token token,
                                           const std::string& boot_id, std::int64_t pid_ns) override;
