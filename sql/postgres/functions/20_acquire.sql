@@ -108,6 +108,7 @@ DECLARE
   v_now timestamptz;
   v_reply jsonb;
   v_entered boolean := false;  -- fast path 0 found the caller's live queue entry
+  v_up text[];                 -- a single resource and its ancestors
 BEGIN
   PERFORM @schema@.check_bounds(p_resources, p_host, p_ip, p_user, p_command, p_by);
   IF p_holder IS NOT NULL AND NOT coalesce(
@@ -139,7 +140,21 @@ BEGIN
      AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
      AND p_mode IN ('exclusive', 'shared') AND p_slots >= 0 AND p_ttl_ms >= 0
      AND p_owner IS NOT NULL AND coalesce(p_request_id, '') <> '' AND p_queue IS NOT NULL THEN
-    IF p_queue AND p_mode = 'exclusive' AND p_slots = 0 THEN
+    v_up := array_prepend(p_resources[1], @schema@.ancestors(p_resources[1]));
+    -- Fast paths 0 and 3 answer only when another owner's related lease or
+    -- queue entry exists (read without a lock): on a free resource, the
+    -- usual first attempt, neither is run (nor compiled, on a new backend).
+    IF p_queue AND p_mode = 'exclusive' AND p_slots = 0
+       AND (EXISTS (SELECT 1 FROM @schema@.leases
+                    WHERE namespace = p_namespace AND owner <> p_owner
+                      AND (resource = ANY (v_up)
+                           OR (resource > p_resources[1] || '.'
+                               AND resource < p_resources[1] || '/')))
+            OR EXISTS (SELECT 1 FROM @schema@.waiters
+                       WHERE namespace = p_namespace AND owner <> p_owner
+                         AND (resource = ANY (v_up)
+                              OR (resource > p_resources[1] || '.'
+                                  AND resource < p_resources[1] || '/')))) THEN
       SELECT * INTO v_reply, v_entered
       FROM @schema@.fast_path_waiting(p_namespace, p_resources[1], p_owner, p_ttl_ms,
                                       p_request_id);

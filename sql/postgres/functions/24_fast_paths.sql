@@ -46,6 +46,9 @@
 -- position (with the first entry's, how far back it is, however long the
 -- queue). Anything else, or nothing in the way, goes on to fast path 3
 -- (for a request with no live entry yet), then to fast paths 1 and 2.
+-- try_acquire runs fast paths 0 and 3 only when a read without a lock finds
+-- another owner's related lease or queue entry: otherwise neither could
+-- answer, and a free resource's first attempt goes straight to 1.
 -- 3. The first attempt (no live entry of the caller's yet) of the request
 --    of fast path 2, when a related lease or queue entry of another owner
 --    exists (read without a lock): under the hierarchy lock in shared mode
@@ -101,9 +104,10 @@ END $$;
 
 -- Fast path 3 (see the top of this file): the first attempt of an
 -- exclusive, queued request of one resource that has no live queue entry
--- yet. try_acquire's blocked reply, or NULL to go on. The subtransaction
--- holds the shared lock; rolling it back (nothing in the way after all)
--- releases it.
+-- yet, called when another owner's related lease or queue entry exists
+-- (try_acquire read it without a lock). try_acquire's blocked reply, or
+-- NULL to go on. The subtransaction holds the shared lock; rolling it back
+-- (nothing in the way after all) releases it.
 CREATE OR REPLACE FUNCTION @schema@.fast_path_herd(
   p_namespace text, p_resources text[], p_owner uuid, p_ttl_ms bigint, p_request_id text,
   p_host text, p_ip text, p_pid bigint, p_user text, p_command text, p_started timestamptz,
@@ -112,22 +116,11 @@ RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   v_resource text := p_resources[1];
-  v_lo text := v_resource || '.';  -- descendants sort strictly between v_lo and v_hi
-  v_hi text := v_resource || '/';
   v_up text[] := array_prepend(v_resource, @schema@.ancestors(v_resource));
   v_key integer := @schema@.hierarchy_slot(p_namespace, split_part(v_resource, '.', 1));
   v_now timestamptz;
   v_done jsonb;
 BEGIN
-  IF NOT (EXISTS (SELECT 1 FROM @schema@.leases
-                  WHERE namespace = p_namespace AND owner <> p_owner
-                    AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi)))
-          OR EXISTS (SELECT 1 FROM @schema@.waiters
-                     WHERE namespace = p_namespace AND owner <> p_owner
-                       AND (resource = ANY (v_up) OR (resource > v_lo AND resource < v_hi))))
-  THEN
-    RETURN NULL;
-  END IF;
   BEGIN
     PERFORM @schema@.commit_durably();
     PERFORM 1 FROM @schema@.hierarchy_locks WHERE slot = v_key FOR SHARE;
