@@ -2,8 +2,11 @@
 #include "fault_tools.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <ctime>
 #include <glob.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
@@ -89,6 +92,22 @@ nlohmann::json only_holder(const TestEnv& env, const std::string& resource) {
   INFO("holders of " << resource << ": " << nlohmann::json(holders).dump());
   REQUIRE(holders.size() == 1);
   return holders[0];
+}
+
+SilentPort::SilentPort() : m_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  REQUIRE(m_fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  REQUIRE(bind(m_fd, reinterpret_cast<sockaddr*>(&address), length) == 0);
+  REQUIRE(listen(m_fd, 16) == 0);
+  REQUIRE(getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  m_port = std::to_string(ntohs(address.sin_port));
+}
+
+SilentPort::~SilentPort() {
+  close(m_fd);
 }
 
 std::string libfaketime_path() {

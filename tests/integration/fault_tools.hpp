@@ -1,7 +1,8 @@
 // What the fault tests share: instants of status/history JSON as numbers,
 // a resource's history, ways to run a command where the kernel says no
 // (without root's override of file permissions; in a private mount
-// namespace) and on a host whose wall clock is wrong.
+// namespace), on a host whose wall clock is wrong, and against a port that
+// never answers.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,22 @@ std::vector<std::string> another_pid_namespace();
 // database and its -wal; not the -shm index, which readers rewrite), name by
 // name: to show that nothing changed.
 std::map<std::string, std::string> snapshot_files(const fs::path& prefix);
+
+// A TCP port on 127.0.0.1 that takes connections into its backlog and
+// never accepts or answers them (the kernel completes the handshake): a
+// server or ping receiver that hangs, until destroyed.
+class SilentPort {
+ public:
+  SilentPort();
+  ~SilentPort();
+  SilentPort(const SilentPort&) = delete;
+  SilentPort& operator=(const SilentPort&) = delete;
+  const std::string& port() const { return m_port; }
+
+ private:
+  int m_fd = -1;
+  std::string m_port;
+};
 
 // libfaketime's shared object, or an empty string when it is not installed.
 std::string libfaketime_path();

@@ -5,12 +5,9 @@
 // ("holder died"); a job that outlived clock keeps the lock; another host
 // (here: another pid namespace of this kernel, as a container is) waits for
 // the TTL and is told when that is.
-#include <arpa/inet.h>
 #include <csignal>
-#include <netinet/in.h>
 #include <sstream>
 #include <string>
-#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -76,31 +73,6 @@ void kill_everything(Holder& holder) {
   REQUIRE(
       await([&] { return !process_alive(holder.job) && !process_alive(holder.group); }, 10s, 5ms));
 }
-
-// A TCP port that takes connections into its backlog and never answers:
-// a --ping URL whose start ping hangs for the ping's whole timeout.
-class SilentPort {
- public:
-  SilentPort() : m_fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    REQUIRE(m_fd >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    REQUIRE(bind(m_fd, reinterpret_cast<sockaddr*>(&address), length) == 0);
-    REQUIRE(listen(m_fd, 16) == 0);
-    REQUIRE(getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    m_url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/ping/silent";
-  }
-  ~SilentPort() { close(m_fd); }
-  SilentPort(const SilentPort&) = delete;
-  SilentPort& operator=(const SilentPort&) = delete;
-  const std::string& url() const { return m_url; }
-
- private:
-  int m_fd;
-  std::string m_url;
-};
 
 // The children of `pid` (its main thread's: clock forks its guard before
 // starting any thread).
@@ -180,10 +152,12 @@ TEST_SUITE("dead holder") {
       "a holder killed after its grant, before its command started (its start ping hanging), "
       "frees its lock at once for this host's next -n") {
     TestEnv env;
+    // A --ping URL whose start ping hangs for the ping's whole timeout.
     SilentPort port;
+    const std::string url = "http://127.0.0.1:" + port.port() + "/ping/silent";
     auto clock =
-        env.spawn(env.clock_command({"run", "--ttl", "60s", "-r", "job", "--ping", port.url(), "--",
-                                     "sh", "-c", "touch \"$T_DIR/started\"; exec sleep 1000"}));
+        env.spawn(env.clock_command({"run", "--ttl", "60s", "-r", "job", "--ping", url, "--", "sh",
+                                     "-c", "touch \"$T_DIR/started\"; exec sleep 1000"}));
     // Granted: from here clock waits up to the ping's timeout (2 s) for
     // the start ping before it starts the command.
     json lease;

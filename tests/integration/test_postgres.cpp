@@ -10,15 +10,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <netinet/in.h>
 #include <optional>
 #include <string>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
 
 #include <doctest/doctest.h>
 
+#include "fault_tools.hpp"
 #include "harness.hpp"
 #include "postgres_tools.hpp"
 #include "sections.hpp"
@@ -614,18 +613,9 @@ TEST_SUITE("postgres") {
       "-w D within a second of D" *
       ::clk::test::only_on("postgres")) {
     TestEnv env;
-    // A listening socket nobody accepts on: the kernel completes the TCP
-    // handshake, and libpq waits for an answer that never comes.
-    int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(listener >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), length) == 0);
-    REQUIRE(listen(listener, 16) == 0);
-    REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    const std::string port = std::to_string(ntohs(address.sin_port));
+    // libpq waits for an answer that never comes.
+    SilentPort listener;
+    const std::string port = listener.port();
 
     const std::string url = "postgresql://clock:secret@127.0.0.1:" + port + "/x";
     Result result = env.clock({"--database", url, "acquire", "-n", "-r", "a"}, {}, 60s);
@@ -655,7 +645,6 @@ TEST_SUITE("postgres") {
                                                                    << refused.seconds << " s");
     CHECK_EXIT(refused, 69);
     CHECK(refused.seconds < 5 + 1);
-    close(listener);
   }
 
   // A release wakes the first of several waiters queued on one resource by
