@@ -85,6 +85,35 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
+// A `clock run` on `resource` whose start ping (`url`) hangs, killed with
+// SIGKILL once granted, while it waits up to the ping's timeout (2 s)
+// before starting its command; its guard then ends. The lease as status
+// showed it, or null when the command had started by the kill after all.
+json killed_before_command(const TestEnv& env, const std::string& url,
+                           const std::string& resource) {
+  const std::string started = "started-" + resource;
+  auto clock =
+      env.spawn(env.clock_command({"run", "--ttl", "60s", "-r", resource, "--ping", url, "--", "sh",
+                                   "-c", "touch \"$T_DIR/" + started + "\"; exec sleep 1000"}));
+  json lease;
+  REQUIRE(await(
+      [&] {
+        auto holders = env.holders_of(resource);
+        if (holders.size() == 1)
+          lease = holders[0];
+        return holders.size() == 1;
+      },
+      30s, 5ms));
+  const std::vector<pid_t> guard = children_of(clock->pid());
+  REQUIRE(guard.size() == 1);
+  clock->signal(SIGKILL);
+  CHECK(clock->wait(10s).status == 128 + SIGKILL);
+  REQUIRE(await([&] { return !process_alive(guard[0]); }, 10s, 5ms));
+  // Only a holder killed before its command shows that the trace comes
+  // with the grant, not with the command.
+  return fs::exists(env.path(started)) ? json() : lease;
+}
+
 // A history event's `by`: "" where there is none.
 std::string by_of(const json& event) {
   return event.contains("by") && event.at("by").is_string() ? event.at("by").get<std::string>()
@@ -155,33 +184,18 @@ TEST_SUITE("dead holder") {
     // A --ping URL whose start ping hangs for the ping's whole timeout.
     SilentPort port;
     const std::string url = "http://127.0.0.1:" + port.port() + "/ping/silent";
-    auto clock =
-        env.spawn(env.clock_command({"run", "--ttl", "60s", "-r", "job", "--ping", url, "--", "sh",
-                                     "-c", "touch \"$T_DIR/started\"; exec sleep 1000"}));
-    // Granted: from here clock waits up to the ping's timeout (2 s) for
-    // the start ping before it starts the command.
     json lease;
-    REQUIRE(await(
-        [&] {
-          auto holders = env.holders_of("job");
-          if (holders.size() == 1)
-            lease = holders[0];
-          return holders.size() == 1;
-        },
-        30s, 5ms));
-    const std::vector<pid_t> guard = children_of(clock->pid());
-    REQUIRE(guard.size() == 1);
-    clock->signal(SIGKILL);
-    CHECK(clock->wait(10s).status == 128 + SIGKILL);
-    // Its guard sees clock die and ends.
-    REQUIRE(await([&] { return !process_alive(guard[0]); }, 10s, 5ms));
-    // Only meaningful if the command had not started: the trace came with
-    // the grant, not with the command.
-    REQUIRE_MESSAGE(!fs::exists(env.path("started")),
-                    "the command started before the holder was killed: too slow a machine");
+    std::string job;
+    // A machine too slow to kill clock within that window (the command
+    // then started) gets another try on another resource.
+    for (int attempt = 1; attempt <= 3 && lease.is_null(); ++attempt) {
+      job = "job" + std::to_string(attempt);
+      lease = killed_before_command(env, url, job);
+    }
+    REQUIRE_MESSAGE(!lease.is_null(), "each time, the command started before clock was killed");
 
-    CHECK_EXIT(env.clock({"run", "-n", "-r", "job", "--", "true"}), 0);
-    json expired = event_of(history_of(env, "job"), lease.at("owner"), "expired");
+    CHECK_EXIT(env.clock({"run", "-n", "-r", job, "--", "true"}), 0);
+    json expired = event_of(history_of(env, job), lease.at("owner"), "expired");
     REQUIRE_MESSAGE(!expired.is_null(), "no expiry recorded for the dead holder");
     CHECK_MESSAGE(by_of(expired).find("holder died") != std::string::npos, by_of(expired));
     CHECK(epoch_ms(expired.at("at")) < epoch_ms(lease.at("expires_at")));
