@@ -12,8 +12,11 @@
 #         one hierarchy, whose writes take turns on one row on either server)
 #   10.5  200 waiters behind a holder: the server's statements/s while they
 #         wait (SHOW GLOBAL STATUS deltas)
-#   10.6  capacity: sustained `clock run -- true`/s on distinct resources
-#         from 4 loops, and the server's CPU per run
+#   10.6  capacity: sustained `clock run -- true`/s from 4 loops, on distinct
+#         resources and on one, direct and through pgbouncer, and the
+#         server's CPU per run, so what one server core sustains, beside
+#         the floors (PostgreSQL a new connection and `SELECT 1`, MariaDB
+#         GET_LOCK, etcd `etcdctl lock`, in the same loops)
 #   10.7  the server's CPU per sequential `clock run -- true` (a new
 #         connection each, as cron runs it) beside the floor of each server:
 #         PostgreSQL a new connection and `SELECT 1` (psql), MariaDB the
@@ -199,13 +202,34 @@ fi
 
 if wanted capacity; then
   seconds=$(reps 20 8)
-  say "10.6 capacity: 4 loops for ${seconds}s on each server"
+  say "10.6 capacity: 4 loops for ${seconds}s of each command, distinct resources and one"
   maria_pid=$(cat "$(mysql_at 'SELECT @@pid_file')")
   pg_pid=$(head -n 1 "$CLOCK_TEST_PG_DATA/postmaster.pid")
-  rows capacity --key m10.6.mariadb --clock "$(cmd "$my")" --server-pid "$maria_pid" \
-    --seconds "$seconds" --prefix bench-cap-my
-  rows capacity --key m10.6.pg --clock "$(cmd "$pg")" --server-pid "$pg_pid" \
-    --seconds "$seconds" --prefix bench-cap-pg
+  pgb=$(pgb_url clock_mb)
+  BENCH_CLOCK=$BENCH_MARIADB_CLOCK init_store "$pgb"
+  # $R: a resource of each run's own, with a first segment of its own (no
+  # shared slot row); bench.cap.one: the one contended resource.
+  distinct='run -r "$R" -- true' one='run -w 10m -r bench.cap.one -- true'
+  get_lock="mariadb --socket=$CLOCK_TEST_MARIADB_SOCKET -u clock_bench -pbench -N -B -e"
+  python3 "$bench_dir/mariadb_rows.py" capacity --results "$BENCH_RESULTS" \
+    --server-pid "$maria_pid" --seconds "$seconds" --prefix bench-cap-my \
+    --cmd m10.6.mariadb "$(cmd "$my") $distinct" \
+    --cmd m10.6.mariadb.one "$(cmd "$my") $one" \
+    --cmd m10.6.mariadb.floor "$get_lock \"SELECT GET_LOCK('\$R', 30); SELECT RELEASE_LOCK('\$R')\"" \
+    --cmd m10.6.mariadb.floor.one "$get_lock \"SELECT GET_LOCK('bench.cap.one', 600); SELECT RELEASE_LOCK('bench.cap.one')\""
+  python3 "$bench_dir/mariadb_rows.py" capacity --results "$BENCH_RESULTS" \
+    --server-pid "$pg_pid" --seconds "$seconds" --prefix bench-cap-pg \
+    --cmd m10.6.pg "$(cmd "$pg") $distinct" \
+    --cmd m10.6.pg.one "$(cmd "$pg") $one" \
+    --cmd m10.6.pgbouncer "$(cmd "$pgb") $distinct" \
+    --cmd m10.6.pgbouncer.one "$(cmd "$pgb") $one" \
+    --cmd m10.6.pg.floor "psql -X -q -d '$pg' -c 'SELECT 1'"
+  if [[ -n ${BENCH_ETCD_PID:-} ]]; then
+    python3 "$bench_dir/mariadb_rows.py" capacity --results "$BENCH_RESULTS" \
+      --server-pid "$BENCH_ETCD_PID" --seconds "$seconds" --prefix bench-cap-etcd \
+      --cmd m10.6.etcd.floor "$(etcd_cmd) lock \"\$R\" true" \
+      --cmd m10.6.etcd.floor.one "$(etcd_cmd) lock bench.cap.one true"
+  fi
 fi
 
 if wanted cpu; then

@@ -8,9 +8,11 @@ bench.py does.
   burst     N `clock run` started at once on distinct resources: exit codes
             (distinct first segments: resources of one hierarchy, bench.*,
             take turns on one row of the lock table on either server)
-  capacity  L parallel loops of `clock run -- true` on distinct resources for
-            S seconds: runs/s and the server's CPU per run (/proc stat ticks
-            of the server's process tree)
+  capacity  for each command in turn, L parallel loops of it for S seconds
+            (`clock run -- true` on distinct resources or on one, or a
+            floor: a bare connection and query, GET_LOCK, `etcdctl lock`):
+            runs/s and the server's CPU per run (/proc stat ticks of the
+            server's process tree)
   server_cpu  several commands run one after another, N times each, in
             interleaved blocks: the server's CPU per run of each (the same
             ticks), a new connection each run unless the command borrows one
@@ -105,23 +107,27 @@ def cmd_burst(args):
 
 
 def cmd_capacity(args):
-    loop = ('i=0; end=$(($(date +%s) + $1)); shift; while [ "$(date +%s)" -lt "$end" ]; do '
-            '"$@" "$0-$i" -- true || exit 1; i=$((i + 1)); done; echo "$i"')
-    clock = shlex.split(args.clock) + ["run", "-r"]
-    cpu0 = tree_cpu_ms(args.server_pid)
-    start = time.perf_counter_ns()
-    loops = [subprocess.Popen(["sh", "-c", loop, f"{args.prefix}-{n}",
-                               str(args.seconds), *clock],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL) for n in range(args.loops)]
-    outs = [p.communicate()[0] for p in loops]
-    wall = (time.perf_counter_ns() - start) / 1e9
-    cpu = tree_cpu_ms(args.server_pid) - cpu0
-    if any(p.returncode for p in loops):
-        sys.exit(f"bench: a capacity loop failed: {[p.returncode for p in loops]}")
-    runs = sum(int(o) for o in outs)
-    emit(args.results, args.key, unit="runs/s", median=runs / wall, runs=runs,
-         seconds=wall, loops=args.loops, server_cpu_ms=cpu, server_cpu_ms_per_run=cpu / runs)
+    """--cmd KEY COMMAND...: for each in turn, --loops shell loops run
+    COMMAND (a shell command; $R is a resource name of its own for each
+    run) for --seconds: one record per KEY, median = runs/s, with the
+    server's CPU per run (--server-pid's tree)."""
+    loop = ('i=0; end=$(($(date +%s) + $1)); while [ "$(date +%s)" -lt "$end" ]; do '
+            'R="$0-$i"; eval "$2" >/dev/null || exit 1; i=$((i + 1)); done; echo "$i"')
+    for key, command in args.cmd:
+        cpu0 = tree_cpu_ms(args.server_pid)
+        start = time.perf_counter_ns()
+        loops = [subprocess.Popen(["sh", "-c", loop, f"{args.prefix}-{n}", str(args.seconds),
+                                   command],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL) for n in range(args.loops)]
+        outs = [p.communicate()[0] for p in loops]
+        wall = (time.perf_counter_ns() - start) / 1e9
+        cpu = tree_cpu_ms(args.server_pid) - cpu0
+        if any(p.returncode for p in loops):
+            sys.exit(f"bench: a capacity loop of {key} failed: {[p.returncode for p in loops]}")
+        runs = sum(int(o) for o in outs)
+        emit(args.results, key, unit="runs/s", median=runs / wall, runs=runs, seconds=wall,
+             loops=args.loops, server_cpu_ms=cpu, server_cpu_ms_per_run=cpu / runs)
 
 
 def cmd_server_cpu(args):
@@ -149,8 +155,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, handler in (("ordered", cmd_ordered), ("burst", cmd_burst),
-                          ("capacity", cmd_capacity)):
+    for name, handler in (("ordered", cmd_ordered), ("burst", cmd_burst)):
         p = sub.add_parser(name)
         p.set_defaults(handler=handler)
         p.add_argument("--results", required=True)
@@ -172,11 +177,14 @@ def main():
     p = sub.choices["burst"]
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--prefix", default="bench-burst")
-    p = sub.choices["capacity"]
+    p = sub.add_parser("capacity")
+    p.set_defaults(handler=cmd_capacity)
+    p.add_argument("--results", required=True)
     p.add_argument("--server-pid", type=int, required=True)
     p.add_argument("--loops", type=int, default=4)
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--prefix", default="bench-cap")
+    p.add_argument("--cmd", nargs=2, action="append", required=True, metavar=("KEY", "COMMAND"))
     args = parser.parse_args()
     args.handler(args)
 

@@ -359,15 +359,7 @@ def mariadb(t):
         if queued_ms is not None:
             t.row("10", f"MariaDB: {n:.0f} waiters started at once: until all are in the queue",
                   fmt_ms(queued_ms), None, None, "< 10 s", queued_ms < 10_000)
-    for key, name in (("m10.6.mariadb", "MariaDB"), ("m10.6.pg", "PostgreSQL")):
-        rate = t.get(key)
-        if rate is None:
-            t.missing("10", f"capacity, {name}", [key])
-            continue
-        t.row("10", f"capacity, {name}: `clock run -- true`/s from {t.get(key, 'loops')} loops on "
-              "distinct resources; server CPU per run",
-              f"{rate:.0f} runs/s; {t.get(key, 'server_cpu_ms_per_run'):.2f} ms server CPU/run",
-              f"{t.get(key, 'runs')} runs in {t.get(key, 'seconds'):.0f} s", None, None, None)
+    capacity(t)
     # 10.7: the server's CPU per sequential run beside each server's floor.
     for server, floor, limit in (("pg", "a new connection + `SELECT 1` (psql)", 1.5),
                                  ("mariadb", "`mariadb` GET_LOCK + RELEASE_LOCK", 3.0)):
@@ -387,6 +379,40 @@ def mariadb(t):
     else:
         t.row("10", "server CPU per `clock run -- true` through pgbouncer (warm backends)",
               f"{pgb:.2f} ms", None, None, "≤ 1 ms", pgb <= 1.0)
+
+
+def capacity(t):
+    """10.6: what one server core sustains, `clock run -- true` on distinct
+    resources and on one, from the same loops as the floors beside it: runs/s
+    of the loops, the server's CPU per run, and 1000 / that: runs/s per
+    server core. Info rows: the targets are 10.7's."""
+    def measured(key):
+        rate, cpu = t.get(key), t.get(key, "server_cpu_ms_per_run")
+        if rate is None or not cpu:
+            return None
+        return f"{rate:.0f} runs/s, {cpu:.2f} ms server CPU/run ({1000 / cpu:.0f}/s per core)"
+
+    floors = {"mariadb": [("GET_LOCK + RELEASE_LOCK", "m10.6.mariadb.floor")],
+              "pg": [("new connection + `SELECT 1`", "m10.6.pg.floor")],
+              "pgbouncer": [("new connection + `SELECT 1`", "m10.6.pg.floor")]}
+    names = {"mariadb": "MariaDB", "pg": "PostgreSQL", "pgbouncer": "PostgreSQL via pgbouncer"}
+    for server in ("mariadb", "pg", "pgbouncer"):
+        for suffix, where in (("", "distinct resources"), (".one", "one resource")):
+            key = f"m10.6.{server}{suffix}"
+            mine = measured(key)
+            if mine is None:
+                t.missing("10", f"capacity, {names[server]}, {where}", [key])
+                continue
+            peers = []
+            for label, floor in floors[server] + [("`etcdctl lock`", "m10.6.etcd.floor")]:
+                floor_key = floor + (suffix if floor.endswith((".mariadb.floor",
+                                                                ".etcd.floor")) else "")
+                text = measured(floor_key)
+                if text is not None:
+                    peers.append(f"{label}: {text}")
+            t.row("10", f"capacity, {names[server]}: `clock run -- true` from "
+                  f"{t.get(key, 'loops')} loops on {where}", mine,
+                  "; ".join(peers) or None, None, None, None)
 
 
 def galera(t):

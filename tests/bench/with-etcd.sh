@@ -62,6 +62,7 @@ etcd_pid=$!
 
 export ETCDCTL_API=3
 export BENCH_ETCD=127.0.0.1:$client_port
+export BENCH_ETCD_PID=$etcd_pid  # for the server CPU of `etcdctl lock` (mariadb.sh)
 ready=false
 for _ in $(seq 100); do
   if etcdctl --endpoints="$BENCH_ETCD" endpoint health >/dev/null 2>&1; then
