@@ -81,6 +81,11 @@ Attempt ServerStore::try_acquire(const LockRequest& request, bool queue) {
   std::optional<std::int64_t> once_per;
   if (request.once_per)
     once_per = request.once_per->count();
+  auto holder = holder_trace_json(request.holder);
+  if (request.holder && !holder)
+    spdlog::debug(
+        "this run's trace is not sent: its cgroup's path is not UTF-8, so if it dies "
+        "its lease waits for its TTL (docs/dead-holder.md)");
   Args args = {text(request.ns),
                names(request.resources),
                text(std::string(lock::to_string(request.mode))),
@@ -99,7 +104,7 @@ Attempt ServerStore::try_acquire(const LockRequest& request, bool queue) {
                text(request.secret),
                text(describe(Caller{request.info.user, request.info.host, request.info.pid, {}})),
                bigint(once_per),
-               json(holder_trace_json(request.holder))};
+               json(holder)};
   if (auto margin = m_session->expiry_margin())
     args.push_back(integer(*margin));
   AcquireReply reply;
