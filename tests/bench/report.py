@@ -359,7 +359,7 @@ def mariadb(t):
         if queued_ms is not None:
             t.row("10", f"MariaDB: {n:.0f} waiters started at once: until all are in the queue",
                   fmt_ms(queued_ms), None, None, "< 10 s", queued_ms < 10_000)
-    capacity(t)
+    server_capacity(t)
     # 10.7: the server's CPU per sequential run beside each server's floor.
     for server, floor, limit in (("pg", "a new connection + `SELECT 1` (psql)", 1.5),
                                  ("mariadb", "`mariadb` GET_LOCK + RELEASE_LOCK", 3.0)):
@@ -381,7 +381,7 @@ def mariadb(t):
               f"{pgb:.2f} ms", None, None, "≤ 1 ms", pgb <= 1.0)
 
 
-def capacity(t):
+def server_capacity(t):
     """10.6: what one server core sustains, `clock run -- true` on distinct
     resources and on one, from the same loops as the floors beside it: runs/s
     of the loops, the server's CPU per run, and 1000 / that: runs/s per
@@ -392,25 +392,26 @@ def capacity(t):
             return None
         return f"{rate:.0f} runs/s, {cpu:.2f} ms server CPU/run ({1000 / cpu:.0f}/s per core)"
 
-    floors = {"mariadb": [("GET_LOCK + RELEASE_LOCK", "m10.6.mariadb.floor")],
-              "pg": [("new connection + `SELECT 1`", "m10.6.pg.floor")],
-              "pgbouncer": [("new connection + `SELECT 1`", "m10.6.pg.floor")]}
-    names = {"mariadb": "MariaDB", "pg": "PostgreSQL", "pgbouncer": "PostgreSQL via pgbouncer"}
-    for server in ("mariadb", "pg", "pgbouncer"):
-        for suffix, where in (("", "distinct resources"), (".one", "one resource")):
-            key = f"m10.6.{server}{suffix}"
+    # A floor: its name, and its keys on distinct resources and on one.
+    connection = ("new connection + `SELECT 1`", "m10.6.pg.floor", "m10.6.pg.floor")
+    etcd = ("`etcdctl lock`", "m10.6.etcd.floor", "m10.6.etcd.floor.one")
+    servers = (("mariadb", "MariaDB",
+                ("GET_LOCK + RELEASE_LOCK", "m10.6.mariadb.floor", "m10.6.mariadb.floor.one")),
+               ("pg", "PostgreSQL", connection),
+               ("pgbouncer", "PostgreSQL via pgbouncer", connection))
+    for server, name, floor in servers:
+        for one, where in ((False, "distinct resources"), (True, "one resource")):
+            key = f"m10.6.{server}" + (".one" if one else "")
             mine = measured(key)
             if mine is None:
-                t.missing("10", f"capacity, {names[server]}, {where}", [key])
+                t.missing("10", f"capacity, {name}, {where}", [key])
                 continue
             peers = []
-            for label, floor in floors[server] + [("`etcdctl lock`", "m10.6.etcd.floor")]:
-                floor_key = floor + (suffix if floor.endswith((".mariadb.floor",
-                                                                ".etcd.floor")) else "")
-                text = measured(floor_key)
+            for label, distinct_key, one_key in (floor, etcd):
+                text = measured(one_key if one else distinct_key)
                 if text is not None:
                     peers.append(f"{label}: {text}")
-            t.row("10", f"capacity, {names[server]}: `clock run -- true` from "
+            t.row("10", f"capacity, {name}: `clock run -- true` from "
                   f"{t.get(key, 'loops')} loops on {where}", mine,
                   "; ".join(peers) or None, None, None, None)
 
