@@ -15,6 +15,7 @@
 #include "common_helpers.hpp"
 #include "fault_tools.hpp"
 #include "harness.hpp"
+#include "server_tools.hpp"
 
 using namespace clk::test;
 using nlohmann::json;
@@ -48,6 +49,54 @@ std::optional<double> sample(const std::string& metrics, const std::string& name
   std::smatch match;
   return std::regex_search(metrics, match, line) ? std::optional(std::stod(match[2]))
                                                  : std::nullopt;
+}
+
+// The success log of `resource` on any backend, as the database's own
+// client prints it: "rows|lowest ordinal|highest ordinal".
+std::string success_log_of(const TestEnv& env, const std::string& resource) {
+  const std::string where = " FROM successes WHERE resource = '" + resource + "'";
+  const std::string count = "SELECT COUNT(*), MIN(ordinal), MAX(ordinal)";
+  if (backend_name() == "sqlite") {
+    Result out =
+        env.shell("sqlite3 \"$DB\" \"" + count + where + "\"", {{"DB", env.url().substr(7)}});
+    REQUIRE_EXIT(out, 0);
+    return first_line(out.out);
+  }
+  std::string row = server::sql_value(
+      env, {.postgres = count + " FROM clock.successes WHERE resource = '" + resource + "'",
+            .mariadb = count + where});
+  std::replace(row.begin(), row.end(), '\t', '|');  // mariadb -B separates by tabs
+  return row;
+}
+
+// Numbers the one logged start of `resource` 1045 and logs 1044 earlier
+// starts before it (ordinals 1 to 1044, a minute apart), as if the job had
+// run that often: five successes short of the next prune (at ordinal 1050).
+void fill_success_log(const TestEnv& env, const std::string& resource) {
+  const std::string one = " WHERE resource = '" + resource + "'";
+  if (backend_name() == "sqlite") {
+    REQUIRE_EXIT(
+        env.shell("sqlite3 \"$DB\" \"UPDATE successes SET ordinal = 1045" + one +
+                      "; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
+                      "i < 1044) INSERT INTO successes (namespace, resource, started_at, ordinal) "
+                      "SELECT namespace, resource, started_at - i * 60000, 1045 - i FROM "
+                      "successes, n" +
+                      one + "\"",
+                  {{"DB", env.url().substr(7)}}),
+        0);
+    return;
+  }
+  server::sql_value(
+      env, {.postgres = "UPDATE clock.successes SET ordinal = 1045" + one +
+                        "; INSERT INTO clock.successes (namespace, resource, started_at, ordinal) "
+                        "SELECT namespace, resource, started_at - g * interval '1 minute', "
+                        "1045 - g FROM clock.successes, generate_series(1, 1044) AS g" +
+                        one + "; SELECT 'filled'",
+            .mariadb = "UPDATE successes SET ordinal = 1045" + one +
+                       "; INSERT INTO successes (namespace, resource, started_us, ordinal) "
+                       "SELECT namespace, resource, started_us - g.seq * 60000000, 1045 - g.seq "
+                       "FROM successes, seq_1_to_1044 AS g" +
+                       one + "; SELECT 'filled'"});
 }
 
 }  // namespace
@@ -291,6 +340,25 @@ TEST_SUITE("missed runs") {
     CHECK(std::count(nagios.out.begin(), nagios.out.end(), '\n') == 1);
     CHECK(std::count(nagios.out.begin(), nagios.out.end(), '|') == 1);
     CHECK(nagios.out.find('\x1b') == std::string::npos);
+  }
+
+  TEST_CASE("the success log keeps the newest 1000 starts of a resource, pruned at every 50th") {
+    TestEnv env;
+    REQUIRE_EXIT(env.clock({"run", "-r", "log.full", "--", "true"}), 0);
+    CHECK(success_log_of(env, "log.full") == "1|1|1");
+    fill_success_log(env, "log.full");
+    REQUIRE(success_log_of(env, "log.full") == "1045|1|1045");
+    // The 1046th to 1049th successes are logged and prune nothing.
+    for (int run = 0; run < 4; ++run)
+      REQUIRE_EXIT(env.clock({"run", "-r", "log.full", "--", "true"}), 0);
+    CHECK(success_log_of(env, "log.full") == "1049|1|1049");
+    // The 50th since the last prune keeps the newest 1000: its own start
+    // and the 999 before it.
+    REQUIRE_EXIT(env.clock({"run", "-r", "log.full", "--", "true"}), 0);
+    CHECK(success_log_of(env, "log.full") == "1000|51|1050");
+    // A failed run is no success: nothing is logged.
+    REQUIRE_EXIT(env.clock({"run", "-r", "log.full", "--", "false"}), 1);
+    CHECK(success_log_of(env, "log.full") == "1000|51|1050");
   }
 
   TEST_CASE("the shipped alert rules load and their unit tests pass (promtool)") {

@@ -44,7 +44,6 @@ ONLY_POSTGRES = {
     "fast_path_herd": "fast path 3 queues under a shared lock, which Galera would not see",
     "release_fast_path": "it saves notify_heads, which MariaDB (no NOTIFY) never runs",
     "waits_for": "MariaDB's functions cannot return a table: clock_acq_find_cycle_links has its query",
-    "log_success": "a trigger; MariaDB's clock_rec_success writes that log itself",
 }
 ONLY_MARIADB = {
     "clock_acq_related": "PostgreSQL compares ancestors() arrays and key ranges inline",

@@ -275,7 +275,8 @@ END;
 -- The owner's lease of a resource whose run exited 0 is ending: it becomes
 -- its resource's latest success (--once-per), unless one granted later
 -- already ended, and its start is kept in successes, newest 1000 per
--- resource (record_success() and the log_success trigger on PostgreSQL).
+-- resource (record_success() and the trigger of migration 020 on
+-- PostgreSQL).
 -- Runs before the lease row is deleted, under the hierarchy's slot row.
 CREATE OR REPLACE PROCEDURE clock_rec_success(IN p_namespace VARBINARY(255),
                                               IN p_resource VARBINARY(255),
@@ -285,6 +286,7 @@ BEGIN
   DECLARE v_started BIGINT;
   DECLARE v_latest BIGINT;
   DECLARE v_oldest_kept BIGINT;
+  DECLARE v_ordinal BIGINT;
   SET v_started = (SELECT acquired_us FROM leases
                    WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner);
   SET v_latest = (SELECT started_us FROM last_success
@@ -295,14 +297,21 @@ BEGIN
     WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner
     ON DUPLICATE KEY UPDATE started_us = VALUES(started_us), owner = VALUES(owner),
                             host = VALUES(host), token = VALUES(token);
-    INSERT IGNORE INTO successes (namespace, resource, started_us)
-    VALUES (p_namespace, p_resource, v_started);
-    SET v_oldest_kept = (SELECT started_us FROM successes
-                         WHERE namespace = p_namespace AND resource = p_resource
-                         ORDER BY started_us DESC LIMIT 1 OFFSET 999);
-    IF v_oldest_kept IS NOT NULL THEN
-      DELETE FROM successes
-      WHERE namespace = p_namespace AND resource = p_resource AND started_us < v_oldest_kept;
+    SET v_ordinal = COALESCE((SELECT ordinal FROM successes
+                              WHERE namespace = p_namespace AND resource = p_resource
+                              ORDER BY started_us DESC LIMIT 1), 0) + 1;
+    INSERT IGNORE INTO successes (namespace, resource, started_us, ordinal)
+    VALUES (p_namespace, p_resource, v_started, v_ordinal);
+    -- Pruned in steps (migration 009): finding the 1000th newest walks the
+    -- log, which every 50th success does.
+    IF v_ordinal MOD 50 = 0 THEN
+      SET v_oldest_kept = (SELECT started_us FROM successes
+                           WHERE namespace = p_namespace AND resource = p_resource
+                           ORDER BY started_us DESC LIMIT 1 OFFSET 999);
+      IF v_oldest_kept IS NOT NULL THEN
+        DELETE FROM successes
+        WHERE namespace = p_namespace AND resource = p_resource AND started_us < v_oldest_kept;
+      END IF;
     END IF;
   END IF;
 END;

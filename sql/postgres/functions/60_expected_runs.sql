@@ -13,33 +13,8 @@
 -- expected_rows() only reads, in one statement (one snapshot).
 
 -- Each new latest success (record_success() in 10_util.sql inserts or
--- updates last_success) is kept in successes too, newest 1000 per resource.
-CREATE OR REPLACE FUNCTION @schema@.log_success() RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-  INSERT INTO @schema@.successes (namespace, resource, started_at)
-  VALUES (NEW.namespace, NEW.resource, NEW.started_at)
-  ON CONFLICT DO NOTHING;
-  DELETE FROM @schema@.successes s
-  WHERE s.namespace = NEW.namespace AND s.resource = NEW.resource
-    AND s.started_at < (SELECT k.started_at FROM @schema@.successes k
-                        WHERE k.namespace = NEW.namespace AND k.resource = NEW.resource
-                        ORDER BY k.started_at DESC LIMIT 1 OFFSET 999);
-  RETURN NULL;
-END $$;
-
--- Created here rather than in the migration: a trigger needs its function,
--- and the functions are applied after the migrations (as 50_run_counts.sql).
-DO $create$
-BEGIN
-  IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger
-                 WHERE tgrelid = '@schema@.last_success'::regclass
-                   AND tgname = 'last_success_logs') THEN
-    CREATE TRIGGER last_success_logs AFTER INSERT OR UPDATE ON @schema@.last_success
-    FOR EACH ROW EXECUTE FUNCTION @schema@.log_success();
-  END IF;
-END $create$;
+-- updates last_success) is kept in successes too, by a trigger of the
+-- schema's own (migration 020), newest 1000 per resource.
 
 -- Declares that each of p_resources must run successfully every p_every_ms
 -- (clock run --once-per or --every): inserts the expectation, or updates its

@@ -1,0 +1,15 @@
+-- clock on MariaDB, version 9: the success log (successes, 002) is pruned to
+-- the newest 1000 starts of a resource at every 50th success instead of at
+-- every one, as PostgreSQL's migration 020 and SQLite's 014 have it.
+-- Finding the 1000th newest start walks 1000 index entries, which every
+-- successful run of a resource with a full log paid; in steps it costs a
+-- fiftieth of that, and the log holds at most 1049 starts of a resource.
+--
+-- ordinal numbers a resource's successes, one more than its newest logged
+-- start's: written by this release's clock_rec_success
+-- (procedures/15_records_util.sql). NULL for the starts logged before this
+-- version and by release 1.0's procedure, which still prunes at every
+-- success: the count starts again at 1 after them. A nullable column
+-- without a default is an instant change; IF NOT EXISTS makes the file
+-- safe to run again, as 001 explains.
+ALTER TABLE successes ADD COLUMN IF NOT EXISTS ordinal BIGINT NULL;
