@@ -247,7 +247,7 @@ if wanted cpu; then
                  FROM generate_series(1, 1000) AS g ON CONFLICT DO NOTHING"
   mysql_at "INSERT IGNORE INTO clock_mb.successes (namespace, resource, started_us)
             SELECT '', 'bench.cpu', UNIX_TIMESTAMP(NOW(6)) * 1000000 - seq * 60000000
-            FROM seq_1_to_1000"
+            FROM clock_mb.seq_1_to_1000"
   python3 "$bench_dir/mariadb_rows.py" server_cpu --results "$BENCH_RESULTS" \
     --server-pid "$pg_pid" --runs "$runs" \
     --cmd m10.7.pg.clock "$(cmd "$pg") run -r bench.cpu -- true" \
