@@ -83,6 +83,30 @@ TEST_SUITE("run exits") {
     CHECK(table.out.find("released (SIGTERM)") != std::string::npos);
   }
 
+  TEST_CASE("a run holding several resources records its exit on each one's release") {
+    TestEnv env;
+    CHECK_EXIT(env.clock({"run", "-r", "pair.a", "-r", "pair.b", "--", "sh", "-c", "exit 4"}), 4);
+    CHECK_EXIT(env.clock({"run", "-r", "pair.a", "-r", "pair.b", "--", "true"}), 0);
+    auto released = released_by_resource(env);
+    INFO(json(released).dump(2));
+    for (const std::string resource : {"pair.a", "pair.b"}) {
+      CHECK(released[resource]["exit_code"] == 0);
+      Result both = env.clock({"history", resource, "--event", "released", "--format", "json"});
+      REQUIRE_EXIT(both, 0);
+      const json events = json::parse(both.out)["events"];
+      REQUIRE(events.size() == 2);
+      CHECK(events[1]["exit_code"] == 4);  // newest first
+    }
+    Result metrics = env.clock({"status", "--format", "prometheus"});
+    REQUIRE(metrics.status <= 1);  // 1: nothing held now
+    INFO(metrics.out);
+    auto runs = runs_total(metrics.out);
+    for (const std::string resource : {"pair.a", "pair.b"}) {
+      CHECK(runs["/" + resource + "/succeeded"] == 1);
+      CHECK(runs["/" + resource + "/failed"] == 1);
+    }
+  }
+
   TEST_CASE("metrics count failed runs apart from good ones, with each last exit and duration") {
     TestEnv env;
     run_three_jobs(env);

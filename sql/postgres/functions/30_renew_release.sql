@@ -212,13 +212,17 @@ END $$;
 -- release()'s fast path: one resource, held by the caller once (depth 1)
 -- and live, proven by p_secret, which is every release of `clock run`:
 -- removed and recorded as release() would, with one cheap query for whom to
--- wake instead of notify_heads() in the usual cases. Returns release()'s
+-- wake instead of notify_heads() in the usual cases. How clock run's
+-- command ended (p_exit_code or p_exit_signal; both NULL: not a run of
+-- clock run) goes on the same record and into the run results, as
+-- record_run_end() writes them on the general path. Returns release()'s
 -- reply, or NULL, having written nothing, for release() to go on. Its
 -- arguments are ones check_names() would accept (release() checks).
 CREATE OR REPLACE FUNCTION @schema@.release_fast_path(p_namespace text, p_resource text,
                                                       p_owner uuid, p_secret text, p_by text,
                                                       p_host text, p_lineage bigint[],
-                                                      p_succeeded boolean)
+                                                      p_succeeded boolean, p_exit_code integer,
+                                                      p_exit_signal integer)
 RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -243,12 +247,16 @@ BEGIN
   IF FOUND THEN
     INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token,
                                   held_for, host, ip, pid, user_name, command, forced_by,
-                                  leftovers)
+                                  leftovers, exit_code, exit_signal)
     VALUES (v_now, 'released', l.namespace, l.resource, l.owner, l.mode, l.token,
             v_now - l.acquired_at, l.host, l.ip, l.pid, l.user_name, l.command,
             CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
                  ELSE coalesce(p_by, '') END,
-            l.leftovers);
+            l.leftovers, p_exit_code, p_exit_signal);
+    IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
+      PERFORM @schema@.count_run_result(l.namespace, l.resource, v_now, v_now - l.acquired_at,
+                                        p_exit_code, p_exit_signal);
+    END IF;
     IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
     -- The waiters to wake, as notify_heads() finds them, in the two usual
     -- cases without it: one live queue entry in the hierarchy (a job
@@ -296,11 +304,15 @@ END $$;
 -- p_succeeded: the lease was clock run's and its command exited 0; a lease
 -- that ends here is then its resource's latest success (record_success), in
 -- this transaction, under the hierarchy lock that try_acquire() of a
--- --once-per request takes before it looks.
+-- --once-per request takes before it looks. p_exit_code or p_exit_signal:
+-- how clock run's command ended, written on each 'released' record and
+-- counted in the run results (release2(), 35_run_ends.sql).
 CREATE OR REPLACE FUNCTION @schema@.release(p_namespace text, p_resources text[], p_owner uuid,
                                             p_secret text, p_by text, p_host text,
                                             p_lineage bigint[],
-                                            p_succeeded boolean DEFAULT false)
+                                            p_succeeded boolean DEFAULT false,
+                                            p_exit_code integer DEFAULT NULL,
+                                            p_exit_signal integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -330,7 +342,7 @@ BEGIN
      AND p_namespace IS NOT NULL AND octet_length(p_namespace) <= 255
      AND p_owner IS NOT NULL THEN
     v_reply := @schema@.release_fast_path(p_namespace, v_resource, p_owner, p_secret, p_by, p_host,
-                                          p_lineage, p_succeeded);
+                                          p_lineage, p_succeeded, p_exit_code, p_exit_signal);
     IF v_reply IS NOT NULL THEN
       RETURN v_reply;
     END IF;
@@ -378,6 +390,10 @@ BEGIN
       PERFORM @schema@.record_event('released', v_now, l, v_now - l.acquired_at,
         CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
              ELSE coalesce(p_by, '') END);
+      IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
+        PERFORM @schema@.record_run_end(p_namespace, l.resource, p_owner, p_exit_code,
+                                        p_exit_signal);
+      END IF;
       IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       v_released := v_released || jsonb_build_object('resource', l.resource,
                                                      'remaining_depth', 0);

@@ -16,30 +16,47 @@ CREATE OR REPLACE FUNCTION @schema@.record_run_end(p_namespace text, p_resource 
 RETURNS void
 LANGUAGE plpgsql
 AS $$
+DECLARE
+  v_at timestamptz;
+  v_held_for interval;
 BEGIN
-  WITH ended AS (
-    UPDATE @schema@.history SET exit_code = p_exit_code, exit_signal = p_exit_signal
-    WHERE id = (SELECT id FROM @schema@.history
-                WHERE resource = p_resource AND namespace = p_namespace AND owner = p_owner
-                  AND event = 'released'
-                ORDER BY id DESC LIMIT 1)
-      AND exit_code IS NULL AND exit_signal IS NULL
-    RETURNING namespace, resource, at, held_for)
+  UPDATE @schema@.history SET exit_code = p_exit_code, exit_signal = p_exit_signal
+  WHERE id = (SELECT id FROM @schema@.history
+              WHERE resource = p_resource AND namespace = p_namespace AND owner = p_owner
+                AND event = 'released'
+              ORDER BY id DESC LIMIT 1)
+    AND exit_code IS NULL AND exit_signal IS NULL
+  RETURNING at, held_for INTO v_at, v_held_for;
+  IF FOUND THEN
+    PERFORM @schema@.count_run_result(p_namespace, p_resource, v_at, v_held_for, p_exit_code,
+                                      p_exit_signal);
+  END IF;
+END $$;
+
+-- Counts a run that ended at p_at after holding its lease p_held_for, with
+-- p_exit_code or p_exit_signal, in its resource's run results.
+CREATE OR REPLACE FUNCTION @schema@.count_run_result(p_namespace text, p_resource text,
+                                                     p_at timestamptz, p_held_for interval,
+                                                     p_exit_code integer, p_exit_signal integer)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
   INSERT INTO @schema@.run_results AS r (namespace, resource, succeeded, failed, last_ended_at,
                                          last_exit_code, last_exit_signal, last_held_for)
-  SELECT namespace, resource, CASE WHEN p_exit_code = 0 THEN 1 ELSE 0 END,
-         CASE WHEN p_exit_code = 0 THEN 0 ELSE 1 END, at, p_exit_code, p_exit_signal,
-         coalesce(held_for, interval '0')
-  FROM ended
+  VALUES (p_namespace, p_resource, CASE WHEN p_exit_code = 0 THEN 1 ELSE 0 END,
+          CASE WHEN p_exit_code = 0 THEN 0 ELSE 1 END, p_at, p_exit_code, p_exit_signal,
+          coalesce(p_held_for, interval '0'))
   ON CONFLICT (namespace, resource) DO UPDATE
   SET succeeded = r.succeeded + EXCLUDED.succeeded, failed = r.failed + EXCLUDED.failed,
       last_ended_at = EXCLUDED.last_ended_at, last_exit_code = EXCLUDED.last_exit_code,
       last_exit_signal = EXCLUDED.last_exit_signal, last_held_for = EXCLUDED.last_held_for;
 END $$;
 
--- release() (30_renew_release.sql), and then, in the same transaction, how
--- clock run's command ended (p_exit_code, or p_exit_signal; both NULL: not
--- a run of clock run) on each lease that ended: the same reply.
+-- release() (30_renew_release.sql) with how clock run's command ended
+-- (p_exit_code, or p_exit_signal; both NULL: not a run of clock run),
+-- written on each lease that ends: the name clock calls, which a role
+-- granted release() before exits were recorded may lack (roles.sql).
 CREATE OR REPLACE FUNCTION @schema@.release2(p_namespace text, p_resources text[], p_owner uuid,
                                              p_secret text, p_by text, p_host text,
                                              p_lineage bigint[], p_succeeded boolean,
@@ -50,22 +67,9 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET lock_timeout = '5s'
 AS $$
-DECLARE
-  v_reply jsonb;
-  v_released jsonb;
 BEGIN
-  v_reply := @schema@.release(p_namespace, p_resources, p_owner, p_secret, p_by, p_host,
-                              p_lineage, p_succeeded);
-  IF p_exit_code IS NULL AND p_exit_signal IS NULL THEN
-    RETURN v_reply;
-  END IF;
-  FOR v_released IN SELECT value FROM jsonb_array_elements(v_reply -> 'released') LOOP
-    IF (v_released ->> 'remaining_depth')::integer = 0 THEN
-      PERFORM @schema@.record_run_end(p_namespace, v_released ->> 'resource', p_owner,
-                                      p_exit_code, p_exit_signal);
-    END IF;
-  END LOOP;
-  RETURN v_reply;
+  RETURN @schema@.release(p_namespace, p_resources, p_owner, p_secret, p_by, p_host, p_lineage,
+                          p_succeeded, p_exit_code, p_exit_signal);
 END $$;
 
 -- history() with two more filters and the exit of each run (and, as in
