@@ -487,6 +487,10 @@ def render(results, title, notes):
         part(t)
     out = [f"## {title}", ""]
     out += [f"- {note}" for note in notes]
-    out += ["", t.render(), "",
-            f"{t.misses} target(s) missed." if t.misses else "Every target met."]
+    # A row not measured (a part left out, or one that failed) meets no target.
+    unmeasured = sum(1 for row in t.rows if row[-1] == "—")
+    summary = f"{t.misses} target(s) missed." if t.misses else "Every measured target met."
+    if unmeasured:
+        summary += f" {unmeasured} row(s) not measured."
+    out += ["", t.render(), "", summary]
     return "\n".join(out)
