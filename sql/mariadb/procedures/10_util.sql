@@ -129,7 +129,7 @@ BEGIN
                        AND resource < CONCAT(v_root, _binary '/')))
               AND clock_acq_related(resource, p_resource)) DO
     CALL clock_rec_event('expired', g.expires_us, p_namespace, g.resource, g.owner, NULL,
-                         g.expires_us - g.acquired_us, '');
+                         g.expires_us - g.acquired_us, '', NULL, NULL);
     DELETE FROM leases
     WHERE namespace = p_namespace AND resource = g.resource AND owner = g.owner;
     SET p_count = p_count + 1;

@@ -199,24 +199,36 @@ END;
 -- deleted. p_token: the token to record instead of the lease's (a renewal
 -- under another token), or NULL. An 'acquired' record keeps the secret hash;
 -- the end of a lease (released, forced, expired, lost) keeps what its holder
--- reported its command left running (leases.leftovers, clock_note_leftovers).
+-- reported its command left running (leases.leftovers, clock_note_leftovers),
+-- and a release by clock run how its command ended (p_exit_code or
+-- p_exit_signal; NULL for every other record), which is also counted in the
+-- resource's run results (clock_rec_count_run_result).
 -- db_user is USER(), the login (a DEFINER procedure does not change it).
 CREATE OR REPLACE PROCEDURE clock_rec_event(
   IN p_event VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, IN p_at BIGINT,
   IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
   IN p_owner CHAR(36) CHARACTER SET ascii, IN p_token BIGINT, IN p_held_for_us BIGINT,
-  IN p_forced_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)
+  IN p_forced_by VARCHAR(512) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_exit_code INT, IN p_exit_signal INT)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
+  DECLARE v_recorded BIGINT;
   INSERT INTO history (at_us, event, namespace, resource, owner, mode, token, held_for_us, host,
-                       ip, pid, user_name, command, forced_by, db_user, secret_hash, leftovers)
+                       ip, pid, user_name, command, forced_by, db_user, secret_hash, leftovers,
+                       exit_code, exit_signal)
   SELECT p_at, p_event, namespace, resource, owner, mode, COALESCE(p_token, token), p_held_for_us,
          host, ip, pid, user_name, command, COALESCE(p_forced_by, ''), USER(),
          IF(p_event = 'acquired', secret_hash, NULL),
-         IF(p_event IN ('released', 'forced', 'expired', 'lost'), leftovers, NULL)
+         IF(p_event IN ('released', 'forced', 'expired', 'lost'), leftovers, NULL),
+         p_exit_code, p_exit_signal
   FROM leases
   WHERE namespace = p_namespace AND resource = p_resource AND owner = p_owner;
-  CALL clock_rec_count_run(p_namespace, p_resource, p_event, ROW_COUNT());
+  SET v_recorded = ROW_COUNT();
+  CALL clock_rec_count_run(p_namespace, p_resource, p_event, v_recorded);
+  IF v_recorded > 0 AND (p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL) THEN
+    CALL clock_rec_count_run_result(p_namespace, p_resource, p_at, p_held_for_us, p_exit_code,
+                                    p_exit_signal);
+  END IF;
 END;
 
 -- Records an act refused for want of the owner's secret: one 'refused' per

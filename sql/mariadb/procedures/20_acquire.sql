@@ -260,7 +260,7 @@ BEGIN
       -- secret may have committed this lease since.
       IF NOT clock_rec_proves(v_hash, p_secret) THEN
         CALL clock_rec_event('refused', p_now, p_namespace, v_resource, p_owner, NULL,
-                             NULL, COALESCE(p_by, ''));
+                             NULL, COALESCE(p_by, ''), NULL, NULL);
         SET p_result = JSON_OBJECT('outcome', 'not_proven', 'now', CAST(p_now AS SIGNED),
                                    'resource', CONVERT(v_resource USING utf8mb4));
         LEAVE each_resource;
@@ -389,7 +389,7 @@ BEGIN
               NULLIF(CAST(JSON_VALUE(p_holder, '$.job_group') AS SIGNED), 0),
               NULLIF(JSON_VALUE(p_holder, '$.job_cgroup'), ''));
       CALL clock_rec_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL,
-                           NULL, '');
+                           NULL, '', NULL, NULL);
     END IF;
     SELECT token, depth INTO v_token, v_depth FROM leases
     WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;

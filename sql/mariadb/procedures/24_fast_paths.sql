@@ -142,7 +142,8 @@ BEGIN
             JSON_VALUE(p_holder, '$.pid_start'),
             NULLIF(CAST(JSON_VALUE(p_holder, '$.job_group') AS SIGNED), 0),
             NULLIF(JSON_VALUE(p_holder, '$.job_cgroup'), ''));
-    CALL clock_rec_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL, NULL, '');
+    CALL clock_rec_event('acquired', p_now, p_namespace, v_resource, p_owner, NULL, NULL, '',
+                         NULL, NULL);
     DELETE FROM waiters
     WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
     SET p_result = JSON_OBJECT('outcome', 'granted', 'now', CAST(p_now AS SIGNED),

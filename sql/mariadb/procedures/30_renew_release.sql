@@ -110,14 +110,14 @@ BEGIN
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'token'));
       IF p_record_losses THEN
         CALL clock_rec_event('lost', p_now, p_namespace, v_resource, p_owner, v_token,
-                             NULL, '');
+                             NULL, '', NULL, NULL);
       END IF;
     ELSEIF v_lease_expires <= p_now THEN
       SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'expired'));
       IF p_record_losses THEN
         CALL clock_rec_event('lost', p_now, p_namespace, v_resource, p_owner, NULL,
-                             v_lease_expires - v_lease_acquired, '');
+                             v_lease_expires - v_lease_acquired, '', NULL, NULL);
         DELETE FROM leases
         WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
       END IF;
@@ -125,7 +125,7 @@ BEGIN
       SET p_lost = JSON_ARRAY_APPEND(p_lost, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
       CALL clock_rec_event('refused', p_now, p_namespace, v_resource, p_owner, NULL, NULL,
-                           COALESCE(p_by, ''));
+                           COALESCE(p_by, ''), NULL, NULL);
     END IF;
     SET v_i = v_i + 1;
   END WHILE;
@@ -314,7 +314,7 @@ END;
 
 -- The releases of clock_release2, inside its transaction, under its slot
 -- rows, at p_now: each resource's lease of p_owner released (a run's exit,
--- when given, recorded on the release that ends it, clock_rec_run_end),
+-- when given, written on the record of the release that ends it),
 -- made shallower, or refused with its reason; p_result: release's reply.
 CREATE OR REPLACE PROCEDURE clock_rec_release_each(
   IN p_namespace VARBINARY(255), IN p_resources LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
@@ -360,7 +360,7 @@ BEGIN
         'reason', IF(v_other_holds, 'other_owner', 'not_held')));
     ELSEIF v_lease_expires <= p_now THEN
       CALL clock_rec_event('expired', v_lease_expires, p_namespace, v_resource, p_owner,
-                           NULL, v_lease_expires - v_lease_acquired, '');
+                           NULL, v_lease_expires - v_lease_acquired, '', NULL, NULL);
       DELETE FROM leases
       WHERE namespace = p_namespace AND resource = v_resource AND owner = p_owner;
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$',
@@ -368,7 +368,7 @@ BEGIN
     ELSEIF NOT clock_rec_proves(v_lease_hash, p_secret) THEN
       -- Changes nothing but history: the holder keeps its lease.
       CALL clock_rec_event('refused', p_now, p_namespace, v_resource, p_owner, NULL, NULL,
-                           COALESCE(p_by, ''));
+                           COALESCE(p_by, ''), NULL, NULL);
       SET v_refused = JSON_ARRAY_APPEND(v_refused, '$',
         JSON_OBJECT('resource', CONVERT(v_resource USING utf8mb4), 'reason', 'not_proven'));
     ELSEIF v_lease_depth > 1 THEN
@@ -380,10 +380,7 @@ BEGIN
       CALL clock_rec_event('released', p_now, p_namespace, v_resource, p_owner, NULL,
         p_now - v_lease_acquired,
         IF(v_lease_host = p_host AND JSON_CONTAINS(p_lineage, CAST(v_lease_pid AS CHAR)), '',
-           COALESCE(p_by, '')));
-      IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
-        CALL clock_rec_run_end(p_namespace, v_resource, p_owner, p_exit_code, p_exit_signal);
-      END IF;
+           COALESCE(p_by, '')), p_exit_code, p_exit_signal);
       IF p_succeeded THEN
         CALL clock_rec_success(p_namespace, v_resource, p_owner);
       END IF;

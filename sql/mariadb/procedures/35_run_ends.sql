@@ -6,36 +6,22 @@
 -- older binary on the same database (a fleet upgraded host by host) keeps
 -- calling clock_release and clock_history as it always did.
 
--- How clock run's command ended (p_exit_code, or p_exit_signal), on the
--- newest `released` record of this owner's lease on p_resource that has no
--- exit yet (the one clock_rec_release_each has just written, in the same
--- transaction), and counted in the resource's run results.
-CREATE OR REPLACE PROCEDURE clock_rec_run_end(
-  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255),
-  IN p_owner CHAR(36) CHARACTER SET ascii, IN p_exit_code INT, IN p_exit_signal INT)
+-- Counts a run that ended at p_at_us after holding its lease p_held_for_us,
+-- with p_exit_code or p_exit_signal, in its resource's run results (its
+-- `released` record, written by clock_rec_event, carries the same exit).
+CREATE OR REPLACE PROCEDURE clock_rec_count_run_result(
+  IN p_namespace VARBINARY(255), IN p_resource VARBINARY(255), IN p_at_us BIGINT,
+  IN p_held_for_us BIGINT, IN p_exit_code INT, IN p_exit_signal INT)
   MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
-  DECLARE v_id BIGINT;
-  DECLARE v_at BIGINT;
-  DECLARE v_held BIGINT;
-  DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_id = NULL;
-  SELECT id, at_us, COALESCE(held_for_us, 0) INTO v_id, v_at, v_held
-  FROM history
-  WHERE resource = p_resource AND namespace = p_namespace AND owner = p_owner
-    AND event = 'released' AND exit_code IS NULL AND exit_signal IS NULL
-  ORDER BY id DESC LIMIT 1
-  FOR UPDATE;
-  IF v_id IS NOT NULL THEN
-    UPDATE history SET exit_code = p_exit_code, exit_signal = p_exit_signal WHERE id = v_id;
-    INSERT INTO run_results (namespace, resource, succeeded, failed, last_ended_us,
-                             last_exit_code, last_exit_signal, last_held_for_us)
-    VALUES (p_namespace, p_resource, IF(p_exit_code <=> 0, 1, 0), IF(p_exit_code <=> 0, 0, 1),
-            v_at, p_exit_code, p_exit_signal, v_held)
-    ON DUPLICATE KEY UPDATE
-      succeeded = succeeded + VALUES(succeeded), failed = failed + VALUES(failed),
-      last_ended_us = VALUES(last_ended_us), last_exit_code = VALUES(last_exit_code),
-      last_exit_signal = VALUES(last_exit_signal), last_held_for_us = VALUES(last_held_for_us);
-  END IF;
+  INSERT INTO run_results (namespace, resource, succeeded, failed, last_ended_us,
+                           last_exit_code, last_exit_signal, last_held_for_us)
+  VALUES (p_namespace, p_resource, IF(p_exit_code <=> 0, 1, 0), IF(p_exit_code <=> 0, 0, 1),
+          p_at_us, p_exit_code, p_exit_signal, COALESCE(p_held_for_us, 0))
+  ON DUPLICATE KEY UPDATE
+    succeeded = succeeded + VALUES(succeeded), failed = failed + VALUES(failed),
+    last_ended_us = VALUES(last_ended_us), last_exit_code = VALUES(last_exit_code),
+    last_exit_signal = VALUES(last_exit_signal), last_held_for_us = VALUES(last_held_for_us);
 END;
 
 -- release2(p_namespace, p_resources, p_owner, p_secret, p_by, p_host,

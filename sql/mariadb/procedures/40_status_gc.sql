@@ -217,7 +217,8 @@ BEGIN
               FOR UPDATE SKIP LOCKED) DO
       CALL clock_rec_event('expired', g.expires_us, g.namespace, g.resource, g.owner, NULL,
         (SELECT g.expires_us - acquired_us FROM leases
-         WHERE namespace = g.namespace AND resource = g.resource AND owner = g.owner), '');
+         WHERE namespace = g.namespace AND resource = g.resource AND owner = g.owner), '',
+        NULL, NULL);
       DELETE FROM leases
       WHERE namespace = g.namespace AND resource = g.resource AND owner = g.owner
         AND expires_us <= v_judged;

@@ -74,7 +74,7 @@ BEGIN
   FOR UPDATE;
   IF v_found THEN
     CALL clock_rec_event('expired', v_now, p_namespace, p_resource, v_owner, NULL,
-                         v_now - v_acquired, COALESCE(p_by, ''));
+                         v_now - v_acquired, COALESCE(p_by, ''), NULL, NULL);
     DELETE FROM leases
     WHERE namespace = p_namespace AND resource = p_resource AND owner = v_owner;
     SET v_ended = 1;
