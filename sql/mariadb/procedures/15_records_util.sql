@@ -76,8 +76,8 @@ BEGIN
     SIGNAL SQLSTATE '54000' SET MESSAGE_TEXT = v_message;
   END IF;
   -- Name by name, not a query over JSON_TABLE: a query materializes its
-  -- rows in a temporary table, which cost about a fifth of a run's server
-  -- time on a new session (docs/performance.md).
+  -- rows in a temporary table, which cost about a seventh of a run's
+  -- server time (docs/performance.md).
   WHILE v_i < v_count DO
     SET v_name = JSON_VALUE(p_resources, CONCAT('$[', v_i, ']'));
     IF v_name IS NULL OR LENGTH(v_name) > 255

@@ -1,12 +1,15 @@
 -- clock on PostgreSQL: how each run of clock run ended (migration 016), and
 -- history read with the filters of clock history --since/--host.
 --
--- New functions beside the old ones rather than new parameters on them: an
--- older binary on the same database (a fleet upgraded host by host) keeps
--- calling release() and history() as it always did (docs/upgrading.md).
+-- release2() and history2() are new names rather than new parameters of
+-- release() and history(): a role granted only those before exits were
+-- recorded keeps working (the store falls back to release()), and each
+-- release's set is its own, so an older binary keeps calling its own
+-- (docs/upgrades.md).
 
 -- The run's command exited with p_exit_code, or was ended by signal
--- p_exit_signal: written on the `released` record that release() just wrote
+-- p_exit_signal, for release()'s general path (its fast path writes the
+-- exit with the record): written on the `released` record that it just wrote
 -- for this owner's lease on p_resource (the newest of the resource's records
 -- with this owner, found through history_by_resource), and counted in the
 -- resource's run results. A record that already has an exit is left alone.
@@ -55,8 +58,8 @@ END $$;
 
 -- release() (30_renew_release.sql) with how clock run's command ended
 -- (p_exit_code, or p_exit_signal; both NULL: not a run of clock run),
--- written on each lease that ends: the name clock calls, which a role
--- granted release() before exits were recorded may lack (roles.sql).
+-- written on each lease that ends: the name clock calls (the header above
+-- says why it is a name of its own).
 CREATE OR REPLACE FUNCTION @schema@.release2(p_namespace text, p_resources text[], p_owner uuid,
                                              p_secret text, p_by text, p_host text,
                                              p_lineage bigint[], p_succeeded boolean,
