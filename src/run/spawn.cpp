@@ -3,12 +3,9 @@
 #include "run/spawn.hpp"
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
@@ -18,6 +15,7 @@
 #include "error.hpp"
 #include "run/signals.hpp"
 #include "run/terminal.hpp"
+#include "run/vfork_into_cgroup.hpp"
 #include "util/file_size_signal.hpp"
 
 extern char** environ;
@@ -31,31 +29,21 @@ struct ChildFailure {
   int error;
 };
 
-[[noreturn]] void report_and_exit(int fd, int error) {
+[[gnu::no_sanitize_address, noreturn]] void report_and_exit(int fd, int error) {
   ChildFailure failure{error};
   [[maybe_unused]] auto ignored = write(fd, &failure, sizeof failure);
   _exit(exec_failure_status(error));
 }
 
-// Forks a child that starts in the cgroup `cgroup_fd`, or returns -1 (errno
-// set: ENOSYS where a seccomp filter refuses clone3, as some container
-// runtimes do). Made in its cgroup, the child costs about 0.1 ms; moved in
-// after the fork (a write to cgroup.procs), it waits for the kernel's RCU
-// grace period, 6 to 18 ms on an idle host, on every run. It is a fork, not
-// a vfork: a child of clone3 called through syscall() cannot share the
-// caller's stack. The copy of clock's page tables costs about 0.2 ms.
-pid_t fork_into_cgroup(int cgroup_fd) {
-  clone_args args{};
-  args.flags = CLONE_INTO_CGROUP;
-  args.exit_signal = SIGCHLD;
-  args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
-  return static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
-}
-
 // Runs in the child between fork and exec: async-signal-safe calls only.
-// `in_cgroup`: the child started in the job's cgroup already.
-[[noreturn]] void become_command(const Command& command, const ChildSetup& setup, pid_t parent,
-                                 int report_fd, bool in_cgroup) {
+// `in_cgroup`: the child started in the job's cgroup already. It and the
+// functions beside it that run in the child are not instrumented by
+// AddressSanitizer: before a call that does not return, it clears the stack
+// it knows (clock's), and on the child's own stack (vfork_into_cgroup.hpp)
+// it would find itself elsewhere and warn on stderr.
+[[gnu::no_sanitize_address, noreturn]] void become_command(const Command& command,
+                                                           const ChildSetup& setup, pid_t parent,
+                                                           int report_fd, bool in_cgroup) {
   // Into the job's cgroup first, so that everything it starts is there too.
   // A refusal leaves it where clock is: the subreaper still finds the job.
   if (!in_cgroup && setup.cgroup_procs_fd >= 0) [[maybe_unused]]
@@ -73,6 +61,20 @@ pid_t fork_into_cgroup(int cgroup_fd) {
   sigprocmask(SIG_SETMASK, setup.original_mask, nullptr);
   execvpe(command.file(), command.argv(), command.envp());
   report_and_exit(report_fd, errno);
+}
+
+// The child of vfork_into_cgroup.
+struct ChildStart {
+  const Command* command;
+  const ChildSetup* setup;
+  pid_t parent;
+  int report_fds[2];
+};
+
+[[gnu::no_sanitize_address]] void start_command(void* context) {
+  const auto* start = static_cast<const ChildStart*>(context);
+  close(start->report_fds[0]);
+  become_command(*start->command, *start->setup, start->parent, start->report_fds[1], true);
 }
 
 // The child's report: 0 when exec succeeded (the pipe closed empty).
@@ -125,7 +127,9 @@ Spawned spawn(const Command& command, const ChildSetup& setup) {
   if (pipe2(report, O_CLOEXEC) != 0)
     fail(command.file(), "pipe");
   pid_t parent = getpid();
-  pid_t pid = setup.cgroup_dir_fd >= 0 ? fork_into_cgroup(setup.cgroup_dir_fd) : -1;
+  ChildStart start{&command, &setup, parent, {report[0], report[1]}};
+  pid_t pid =
+      setup.cgroup_dir_fd >= 0 ? vfork_into_cgroup(setup.cgroup_dir_fd, start_command, &start) : -1;
   const bool in_cgroup = pid >= 0;
   if (!in_cgroup && setup.cgroup_dir_fd >= 0)
     spdlog::debug("clone3 into the job's cgroup: {}; the command moves in after vfork",
@@ -143,7 +147,7 @@ Spawned spawn(const Command& command, const ChildSetup& setup) {
     errno = saved;
     fail(command.file(), "fork");
   }
-  if (pid == 0) {
+  if (pid == 0) {  // vfork's child
     close(report[0]);
     become_command(command, setup, parent, report[1], in_cgroup);
   }
