@@ -100,37 +100,31 @@ std::vector<pid_t> JobTree::children_of(pid_t pid) const {
   return children;
 }
 
-void JobTree::reap_orphans(pid_t command) const {
+std::optional<std::vector<pid_t>> JobTree::reap_orphans(pid_t command) const {
   if (!m_visible)
-    return;
-  for (pid_t child : children_of(m_self)) {
-    if (child != m_guard && child != command)
-      waitpid(child, nullptr, WNOHANG);
-  }
+    return std::nullopt;
+  auto left = children_of(m_self);
+  std::erase_if(left, [&](pid_t child) {
+    return child == m_guard || child == command || waitpid(child, nullptr, WNOHANG) == child;
+  });
+  return left;
 }
 
 std::optional<std::vector<pid_t>> JobTree::members() const {
   if (!m_visible)
     return std::nullopt;
-  std::vector<pid_t> found;
-  for (pid_t child : children_of(m_self)) {
-    if (child != m_guard)
-      found.push_back(child);
-  }
-  // Breadth first: parents before their children.
-  for (std::size_t next = 0; next < found.size(); ++next) {
-    for (pid_t child : children_of(found[next]))
-      found.push_back(child);
-  }
-  return found;
-}
-
-std::optional<std::vector<pid_t>> JobTree::roots() const {
-  if (!m_visible)
-    return std::nullopt;
   auto found = children_of(m_self);
   std::erase(found, m_guard);
-  return found;
+  return with_descendants(std::move(found));
+}
+
+std::vector<pid_t> JobTree::with_descendants(std::vector<pid_t> roots) const {
+  // Breadth first: parents before their children.
+  for (std::size_t next = 0; next < roots.size(); ++next) {
+    for (pid_t child : children_of(roots[next]))
+      roots.push_back(child);
+  }
+  return roots;
 }
 
 void JobTree::signal_all(int signo, pid_t skip_group) const {

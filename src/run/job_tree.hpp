@@ -31,17 +31,19 @@ class JobTree {
 
   // Reaps the job's processes that have exited while re-parented to clock,
   // so that none stays a zombie; `command` (reaped by its own wait, for its
-  // status) is left alone. -1: the command is already reaped.
-  void reap_orphans(pid_t command) const;
+  // status) is left alone. -1: the command is already reaped. Returns
+  // clock's children that are left, but the guard and `command`: once the
+  // command is reaped, the processes at the top of what is left (all the
+  // others are their descendants), what --leftovers names; none when /proc
+  // cannot tell. One look at /proc serves both.
+  std::optional<std::vector<pid_t>> reap_orphans(pid_t command) const;
 
   // The job's processes, parents before their children (a zombie whose
   // parent lives is listed too); none when /proc cannot tell.
   std::optional<std::vector<pid_t>> members() const;
 
-  // Once the command is reaped, the processes at the top of what is left:
-  // clock's own children (all the others are their descendants), what
-  // --leftovers names; none when /proc cannot tell.
-  std::optional<std::vector<pid_t>> roots() const;
+  // `roots` (from reap_orphans) and all their descendants, parents first.
+  std::vector<pid_t> with_descendants(std::vector<pid_t> roots) const;
 
   // Sends `signo` to every process of the job (SIGKILL: first to the job's
   // cgroup, at once and whole, where there is one). A process re-parented to clock

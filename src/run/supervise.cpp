@@ -93,8 +93,8 @@ class Supervision {
         child_status = reap();
         m_command_done = child_status.has_value();
       }
-      m_tree.reap_orphans(m_command_done ? -1 : m_child);
-      if (child_status && job_done(*child_status))
+      auto roots = m_tree.reap_orphans(m_command_done ? -1 : m_child);
+      if (child_status && job_done(*child_status, roots))
         return {finish(*child_status), m_stopping == Stopping::out_of_time,
                 m_stopping == Stopping::lease_lost, m_leftovers, *child_status};
       Clock::time_point now = Clock::now();
@@ -228,19 +228,19 @@ class Supervision {
   // first time it is not, decides what becomes of it: ended (lease lost,
   // --leftovers kill, clock asked to stop) or awaited (--leftovers wait);
   // either way the lease covers it until it is gone.
-  bool job_done(int command_status) {
-    auto left = m_tree.members();
-    if (!left)
+  // `roots`: what reap_orphans() left, the processes at the top of the rest.
+  bool job_done(int command_status, const std::optional<std::vector<pid_t>>& roots) {
+    if (!roots)
       return !awaiting_group();  // /proc is not ours: the command's group is all we know
-    if (auto roots = m_tree.roots())
-      track_leftovers(*roots);
-    if (left->empty())
+    track_leftovers(*roots);
+    auto left = m_tree.with_descendants(*roots);
+    if (left.empty())
       return true;
     if (m_killed) {
       signal_job(SIGKILL);  // what forked since the last round
     } else if (!m_leftovers_seen) {
       m_leftovers_seen = true;
-      leftovers_found(*left, command_status);
+      leftovers_found(left, command_status);
     }
     return false;
   }
