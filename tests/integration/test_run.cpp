@@ -229,6 +229,26 @@ TEST_SUITE("run") {
     CHECK_EXIT(env.clock({"acquire", "-n", "-r", "x"}), 0);
   }
 
+  // The child starts on a stack of its own where clock makes a job cgroup
+  // (src/run/vfork_into_cgroup.cpp): exec's PATH search, and for a script
+  // without #! the shell's argv, are built on that stack, as large as the
+  // argument list.
+  TEST_CASE("a script without #! and 50,000 arguments starts, found on the PATH") {
+    TestEnv env;
+    fs::create_directories(env.path("bin"));
+    write_file(env.path("bin") / "count-args", "echo \"$# arguments, the last ${50000}\"\n");
+    fs::permissions(env.path("bin") / "count-args", fs::perms::owner_all,
+                    fs::perm_options::replace);
+    std::vector<std::string> args = {"run", "-r", "x", "--", "count-args"};
+    for (int i = 1; i <= 50000; ++i)
+      args.push_back(std::to_string(i));
+    Command command = env.clock_command(args);
+    command.env["PATH"] = env.path("bin").string() + ":/usr/bin:/bin";
+    Result result = run(command, env.path("output"));
+    CHECK_EXIT(result, 0);
+    CHECK(result.out == "50000 arguments, the last 50000\n");
+  }
+
   TEST_CASE("the child's stdin and stdout are clock run's own") {
     TestEnv env;
     Command cat = env.clock_command({"run", "-r", "x", "--", "cat"});
