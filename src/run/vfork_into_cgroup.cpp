@@ -12,6 +12,7 @@
 // before glibc 2.39).
 #include "run/vfork_into_cgroup.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include <linux/sched.h>
 #include <sanitizer/asan_interface.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -53,10 +55,18 @@ namespace {
       "ud2");
 }
 
-// As large as RLIMIT_STACK's usual 8 MiB: exec's PATH search and a script's
-// longer argv are built on the stack. Reserved, not touched: the child uses
-// a few pages of it.
-constexpr std::size_t k_child_stack_size = std::size_t{8} << 20;
+// As large as clock's own stack may grow (RLIMIT_STACK, 8 MiB by default),
+// which also bounds the argument list exec takes, and so the argv that exec
+// builds on the stack for a script without #!; at most 256 MiB. Reserved,
+// not touched: the child uses a few pages of it.
+std::size_t child_stack_size() {
+  constexpr std::size_t k_least = std::size_t{8} << 20;
+  constexpr std::size_t k_most = std::size_t{256} << 20;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return k_most;
+  return std::clamp(static_cast<std::size_t>(limit.rlim_cur), k_least, k_most);
+}
 
 #endif
 
@@ -68,7 +78,8 @@ pid_t vfork_into_cgroup(int cgroup_fd, ChildBody body, void* context) {
   args.exit_signal = SIGCHLD;
   args.cgroup = static_cast<std::uint64_t>(cgroup_fd);
 #if defined(__x86_64__)
-  void* stack = mmap(nullptr, k_child_stack_size, PROT_READ | PROT_WRITE,
+  const std::size_t stack_size = child_stack_size();
+  void* stack = mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED)
     return -1;
@@ -76,17 +87,17 @@ pid_t vfork_into_cgroup(int cgroup_fd, ChildBody body, void* context) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   if (mprotect(stack, page, PROT_NONE) != 0) {
     int saved = errno;
-    munmap(stack, k_child_stack_size);
+    munmap(stack, stack_size);
     errno = saved;
     return -1;
   }
   args.flags |= CLONE_VM | CLONE_VFORK;
   args.stack = reinterpret_cast<std::uint64_t>(stack);
-  args.stack_size = k_child_stack_size;
+  args.stack_size = stack_size;
   long result = clone3_calling(&args, sizeof args, body, context);
   // The child has exec'd or exited: the stack is free again.
-  ASAN_UNPOISON_MEMORY_REGION(stack, k_child_stack_size);
-  munmap(stack, k_child_stack_size);
+  ASAN_UNPOISON_MEMORY_REGION(stack, stack_size);
+  munmap(stack, stack_size);
   if (result < 0) {
     errno = static_cast<int>(-result);
     return -1;
