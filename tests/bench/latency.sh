@@ -7,7 +7,7 @@
 # (`pgbench -C`). Round-robin over the commands, median of the runs.
 source "$(dirname "$0")/lib.sh"
 
-runs=$(reps 30 8)
+runs=$(reps 100 8)  # medians of 30 moved ±10 % between calls
 say "1. uncontended latency: $runs interleaved runs of each command"
 
 sq=$(sqlite_url m1)
