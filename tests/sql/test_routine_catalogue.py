@@ -35,8 +35,6 @@ ONLY_POSTGRES = {
     "ancestors": "MariaDB finds related rows by clock_acq_related on the hierarchy's key range",
     "bound_caller_transaction": "MariaDB's procedures refuse a caller's open transaction inline",
     "check_bounds": "MariaDB bounds text by its parameter types and clock_rec_check_command",
-    "record_run_end": "the general release path's exit, written after its record; MariaDB's "
-                      "clock_rec_event writes it with the record on every path",
     "notify_change": "MariaDB has no NOTIFY: waiters poll",
     "notify_lost": "MariaDB has no NOTIFY: a holder learns at its next renewal",
     "notify_heads": "MariaDB has no NOTIFY: waiters poll",

@@ -301,19 +301,23 @@ $$;
 -- keeps the lease's secret hash, so that a renewal that finds the lease gone
 -- later records 'lost' only for the owner that held it (renew()); the end
 -- of a lease keeps what its holder reported its command left
--- (note_leftovers()).
+-- (note_leftovers()), and a release by clock run how its command ended
+-- (p_exit_code or p_exit_signal; NULL for every other record).
 CREATE OR REPLACE FUNCTION @schema@.record_event(p_event text, p_at timestamptz, l @schema@.leases,
-                                      p_held_for interval, p_forced_by text DEFAULT '')
+                                      p_held_for interval, p_forced_by text DEFAULT '',
+                                      p_exit_code integer DEFAULT NULL,
+                                      p_exit_signal integer DEFAULT NULL)
 RETURNS void
 LANGUAGE sql
 AS $$
   INSERT INTO @schema@.history (at, event, namespace, resource, owner, mode, token, held_for,
                                 host, ip, pid, user_name, command, forced_by, secret_hash,
-                                leftovers)
+                                leftovers, exit_code, exit_signal)
   VALUES (p_at, p_event, l.namespace, l.resource, l.owner, l.mode, l.token, p_held_for,
           l.host, l.ip, l.pid, l.user_name, l.command, p_forced_by,
           CASE WHEN p_event = 'acquired' THEN l.secret_hash END,
-          CASE WHEN p_event IN ('released', 'forced', 'expired', 'lost') THEN l.leftovers END)
+          CASE WHEN p_event IN ('released', 'forced', 'expired', 'lost') THEN l.leftovers END,
+          p_exit_code, p_exit_signal)
 $$;
 
 -- Who was in the way of a blocked attempt, for the record of a run that did

@@ -214,8 +214,8 @@ END $$;
 -- removed and recorded as release() would, with one cheap query for whom to
 -- wake instead of notify_heads() in the usual cases. How clock run's
 -- command ended (p_exit_code or p_exit_signal; both NULL: not a run of
--- clock run) goes on the same record and into the run results, as
--- record_run_end() writes them on the general path. Returns release()'s
+-- clock run) goes on the same record and into the run results, as on
+-- the general path. Returns release()'s
 -- reply, or NULL, having written nothing, for release() to go on. Its
 -- arguments are ones check_names() would accept (release() checks).
 CREATE OR REPLACE FUNCTION @schema@.release_fast_path(p_namespace text, p_resource text,
@@ -389,10 +389,10 @@ BEGIN
       WHERE namespace = l.namespace AND resource = l.resource AND owner = l.owner;
       PERFORM @schema@.record_event('released', v_now, l, v_now - l.acquired_at,
         CASE WHEN l.host = p_host AND l.pid = ANY (coalesce(p_lineage, '{}')) THEN ''
-             ELSE coalesce(p_by, '') END);
+             ELSE coalesce(p_by, '') END, p_exit_code, p_exit_signal);
       IF p_exit_code IS NOT NULL OR p_exit_signal IS NOT NULL THEN
-        PERFORM @schema@.record_run_end(p_namespace, l.resource, p_owner, p_exit_code,
-                                        p_exit_signal);
+        PERFORM @schema@.count_run_result(p_namespace, l.resource, v_now, v_now - l.acquired_at,
+                                          p_exit_code, p_exit_signal);
       END IF;
       IF p_succeeded THEN PERFORM @schema@.record_success(l); END IF;
       v_released := v_released || jsonb_build_object('resource', l.resource,
