@@ -9,16 +9,36 @@ namespace clk::store::sqlite {
 
 using namespace std::chrono;
 
+namespace {
+
+// How clock run's command ended, as history and run_results keep it: its
+// exit code, or the signal that ended it.
+std::optional<std::int64_t> exit_code_of(const RunExit* exit) {
+  if (!exit || !exit->code)
+    return std::nullopt;
+  return *exit->code;
+}
+
+std::optional<std::int64_t> exit_signal_of(const RunExit* exit) {
+  if (!exit || exit->code)
+    return std::nullopt;
+  return exit->signal;
+}
+
+}  // namespace
+
 // `acquired_hash`: an 'acquired' record keeps its lease's secret hash, so that
 // a renewal that finds the lease gone records 'lost' only for the owner
-// that held it (held_once_by()).
+// that held it (held_once_by()). `exit`: on a release by clock run, how its
+// command ended.
 void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t at,
                          std::optional<std::int64_t> held_ms, const std::string& by,
-                         const std::optional<std::string>& acquired_hash) {
+                         const std::optional<std::string>& acquired_hash, const RunExit* exit) {
   auto stmt = m_db.prepare(
       "INSERT INTO history (at, event, namespace, resource, owner, mode, token, held_ms, host, ip,"
-      " pid, user, command, by, secret_hash, db_user, leftovers) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
-      " ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+      " pid, user, command, by, secret_hash, db_user, leftovers, exit_code, exit_signal)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+      " ?19)");
   // The end of a lease names what its holder reported its command left.
   std::optional<std::string> leftovers;
   bool ends_lease = kind == EventKind::released || kind == EventKind::forced ||
@@ -41,7 +61,9 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
       .bind(14, by)
       .bind_text_or_null(15, acquired_hash)
       .bind(16, util::user_name())
-      .bind_text_or_null(17, leftovers);
+      .bind_text_or_null(17, leftovers)
+      .bind(18, exit_code_of(exit))
+      .bind(19, exit_signal_of(exit));
   stmt.run();
 }
 
@@ -146,24 +168,17 @@ void SqliteStore::record_success(const lock::Lease& lease) {
       .run();
 }
 
-// Right after the lease's `released` record: how its run ended, on that
-// record and in the resource's counts and latest result.
-void SqliteStore::record_run_end(const lock::Lease& lease, std::int64_t at, std::int64_t held_ms,
-                                 const RunExit& exit) {
-  std::optional<std::int64_t> code;
-  std::optional<std::int64_t> signal;
-  if (exit.code)
-    code = *exit.code;
-  else
-    signal = exit.signal;
-  m_db.prepare(k_record_exit).bind(1, code).bind(2, signal).run();
+// A run of clock run that ended (its `released` record carries the same
+// exit), in its resource's run results.
+void SqliteStore::count_run_result(const lock::Lease& lease, std::int64_t at, std::int64_t held_ms,
+                                   const RunExit& exit) {
   m_db.prepare(k_count_run_result)
       .bind(1, lease.ns)
       .bind(2, lease.resource.str())
       .bind(3, std::int64_t{exit.succeeded() ? 1 : 0})
       .bind(4, at)
-      .bind(5, code)
-      .bind(6, signal)
+      .bind(5, exit_code_of(&exit))
+      .bind(6, exit_signal_of(&exit))
       .bind(7, held_ms)
       .run();
 }

@@ -222,9 +222,11 @@ std::vector<Released> SqliteStore::release(const ReleaseRequest& request) {
         result.remaining_depth = lease.depth - 1;
       } else {
         remove_lease(lease);
-        record(EventKind::released, lease, now, held, by_of(request.caller, lease.info));
-        if (request.exit)
-          record_run_end(lease, now, held, *request.exit);
+        const RunExit* exit = request.exit ? &*request.exit : nullptr;
+        record(EventKind::released, lease, now, held, by_of(request.caller, lease.info),
+               std::nullopt, exit);
+        if (exit)
+          count_run_result(lease, now, held, *exit);
         if (request.succeeded)
           record_success(lease);
         result.holders_removed = 1;

@@ -67,10 +67,7 @@ inline constexpr const char* k_record_success =
     "   owner = excluded.owner, host = excluded.host, token = excluded.token"
     " WHERE excluded.started_at >= last_success.started_at";
 
-// How clock run's command ended, on the `released` record just written
-// (the connection's last insert) and in its resource's run results.
-inline constexpr const char* k_record_exit =
-    "UPDATE history SET exit_code = ?1, exit_signal = ?2 WHERE id = last_insert_rowid()";
+// A run's result in its resource's run results (count_run_result).
 inline constexpr const char* k_count_run_result =
     "INSERT INTO run_results (namespace, resource, succeeded, failed, last_ended_at,"
     "   last_exit_code, last_exit_signal, last_held_ms)"
@@ -115,8 +112,8 @@ class SqliteStore final : public Store, public DeadHolders {
   // checkpointed when due.
   void use_idle_time() noexcept override {
     try {
-      for (const char* sql : {k_find_leases_to_release, k_remove_lease, k_record_success,
-                              k_record_exit, k_count_run_result})
+      for (const char* sql :
+           {k_find_leases_to_release, k_remove_lease, k_record_success, k_count_run_result})
         m_db.prepare(sql);
     } catch (const std::exception&) {
       // The release prepares them itself, and reports what fails then.
@@ -150,7 +147,8 @@ class SqliteStore final : public Store, public DeadHolders {
                                                         std::int64_t now);
   void record(EventKind kind, const lock::Lease& lease, std::int64_t at,
               std::optional<std::int64_t> held_ms, const std::string& by = "",
-              const std::optional<std::string>& acquired_hash = std::nullopt);
+              const std::optional<std::string>& acquired_hash = std::nullopt,
+              const RunExit* exit = nullptr);
   void record_refused(const std::string& ns, const std::vector<lock::Resource>& resources,
                       const lock::OwnerId& owner, const std::optional<lock::Mode>& mode,
                       const lock::OwnerInfo& claimed, const std::string& by, std::int64_t at);
@@ -159,8 +157,8 @@ class SqliteStore final : public Store, public DeadHolders {
                      const std::optional<PeriodRun>& done_by = std::nullopt);
   std::optional<PeriodRun> period_done(const LockRequest& request, std::int64_t now);
   void record_success(const lock::Lease& lease);
-  void record_run_end(const lock::Lease& lease, std::int64_t at, std::int64_t held_ms,
-                      const RunExit& exit);
+  void count_run_result(const lock::Lease& lease, std::int64_t at, std::int64_t held_ms,
+                        const RunExit& exit);
   void record_lost_gone(const std::string& ns, const lock::Resource& resource,
                         const lock::OwnerId& owner, std::optional<lock::Token> token,
                         std::int64_t at);
