@@ -163,6 +163,11 @@ struct RunExit {
   // The one notion of a successful run: what --once-per counts, what
   // history and metrics call succeeded.
   bool succeeded() const { return code == 0; }
+  // The signal that ended it; none when it exited (`code`). History and the
+  // run results keep the two so, one of them set.
+  std::optional<int> signal_if_killed() const {
+    return code ? std::nullopt : std::optional<int>(signal);
+  }
 };
 // "exit 3", "SIGTERM" (or "signal N" for a number the host cannot name).
 std::string describe(const RunExit& exit);

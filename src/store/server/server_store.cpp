@@ -302,15 +302,9 @@ std::string ServerStore::call_release(const ReleaseRequest& request) {
                numbers(request.caller.lineage),
                boolean(request.succeeded)};
   if (!m_release2_denied) {
-    std::optional<std::int64_t> exit_code;
-    std::optional<std::int64_t> exit_signal;
-    if (request.exit && request.exit->code)
-      exit_code = *request.exit->code;
-    else if (request.exit)
-      exit_signal = request.exit->signal;
     auto with_exit = args;
-    with_exit.push_back(int4(exit_code));
-    with_exit.push_back(int4(exit_signal));
+    with_exit.push_back(int4(request.exit ? request.exit->code : std::nullopt));
+    with_exit.push_back(int4(request.exit ? request.exit->signal_if_killed() : std::nullopt));
     try {
       return m_session->call("release", "release2", with_exit, Resend::if_unsent);
     } catch (const NotGranted& refused) {

@@ -9,24 +9,6 @@ namespace clk::store::sqlite {
 
 using namespace std::chrono;
 
-namespace {
-
-// How clock run's command ended, as history and run_results keep it: its
-// exit code, or the signal that ended it.
-std::optional<std::int64_t> exit_code_of(const RunExit* exit) {
-  if (!exit || !exit->code)
-    return std::nullopt;
-  return *exit->code;
-}
-
-std::optional<std::int64_t> exit_signal_of(const RunExit* exit) {
-  if (!exit || exit->code)
-    return std::nullopt;
-  return exit->signal;
-}
-
-}  // namespace
-
 // `acquired_hash`: an 'acquired' record keeps its lease's secret hash, so that
 // a renewal that finds the lease gone records 'lost' only for the owner
 // that held it (held_once_by()). `exit`: on a release by clock run, how its
@@ -62,8 +44,8 @@ void SqliteStore::record(EventKind kind, const lock::Lease& lease, std::int64_t 
       .bind_text_or_null(15, acquired_hash)
       .bind(16, util::user_name())
       .bind_text_or_null(17, leftovers)
-      .bind(18, exit_code_of(exit))
-      .bind(19, exit_signal_of(exit));
+      .bind(18, exit ? exit->code : std::nullopt)
+      .bind(19, exit ? exit->signal_if_killed() : std::nullopt);
   stmt.run();
 }
 
@@ -177,8 +159,8 @@ void SqliteStore::count_run_result(const lock::Lease& lease, std::int64_t at, st
       .bind(2, lease.resource.str())
       .bind(3, std::int64_t{exit.succeeded() ? 1 : 0})
       .bind(4, at)
-      .bind(5, exit_code_of(&exit))
-      .bind(6, exit_signal_of(&exit))
+      .bind(5, exit.code)
+      .bind(6, exit.signal_if_killed())
       .bind(7, held_ms)
       .run();
 }
